@@ -1,0 +1,337 @@
+//! The command line: clap definitions and one function per subcommand.
+
+use std::{
+    ffi::OsString,
+    io::{self, Write},
+    path::PathBuf,
+};
+
+use clap::{ArgAction, Parser, Subcommand};
+
+use crate::{
+    config::{Config, Overrides},
+    csvio::{SortedCsv, SPILL_ROWS},
+    error::{Error, ExitCode, Result},
+    jobid,
+    schedule::{Placement, Schedule, ScheduleError},
+    status::Status,
+    store::{PlaceItem, Placed, Store},
+    timefile, timestamp,
+};
+
+/// A cron dispatcher for pools of distributed workers, built on Redis.
+#[derive(Debug, Parser)]
+#[command(name = "redbike", version, about, long_about = None)]
+pub struct Cli {
+    /// Config file (TOML) [default: ./.redbike.conf when it exists]
+    #[arg(
+        short,
+        long,
+        env = "REDBIKE_CONFIG",
+        global = true,
+        value_name = "FILE"
+    )]
+    pub config: Option<PathBuf>,
+    /// Redis URL, beats the config file (redis://[user:password@]host[:port][/db])
+    #[arg(
+        long,
+        env = "REDBIKE_REDIS_URL",
+        hide_env_values = true,
+        global = true,
+        value_name = "URL"
+    )]
+    pub redis_url: Option<String>,
+    /// Key prefix, beats the config file [default: redbike]
+    #[arg(long, env = "REDBIKE_PREFIX", global = true, value_name = "PREFIX")]
+    pub prefix: Option<String>,
+    /// Log more (repeat for more)
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Log less (repeat for less)
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    pub quiet: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Store a job's schedule and place the job (timeline, queue or stopped)
+    Set {
+        /// The job id; the part after its last ':' names its queue
+        jobid: String,
+        /// NOW, AT:TIMESTAMP, CONTINUE, STOP, or an RRULE such as FREQ=DAILY;BYHOUR=9
+        schedule: String,
+        /// Reference instant for the next run [default: the timefile's time, else now]
+        #[arg(short, long, value_name = "TIMESTAMP")]
+        after: Option<String>,
+    },
+    /// Forget a job (a running job finishes first, then is dropped)
+    Unset {
+        /// The job id
+        jobid: String,
+    },
+    /// Show what is known about a job, as JSON
+    Tell {
+        /// The job id
+        jobid: String,
+    },
+    /// Print statuses as CSV rows JOBID,EVENT,TIMESTAMP, sorted by job id
+    Statuses {
+        /// Only statuses at or before this time [default: now]
+        #[arg(short, long, value_name = "TIMESTAMP")]
+        before: Option<String>,
+    },
+    /// Print schedules as CSV rows JOBID,SCHEDULE, sorted by job id
+    Schedules,
+    /// Signal dispatchers and workers: HALT stops them, RESUME clears HALT
+    Control {
+        /// HALT or RESUME (case-insensitive)
+        signal: String,
+    },
+    /// Preview the next run times of a schedule (does not touch Redis)
+    Next {
+        /// The schedule
+        schedule: String,
+        /// How many run times
+        #[arg(short = 'n', long, default_value_t = 5, value_name = "COUNT")]
+        count: usize,
+        /// Start after this instant [default: now]
+        #[arg(short, long, value_name = "TIMESTAMP")]
+        after: Option<String>,
+    },
+}
+
+/// Runs the command line `args` and returns the process exit code.
+pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    crate::log::init(cli.verbose, cli.quiet);
+    match execute(cli) {
+        Ok(code) => code as i32,
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("redbike: {e}");
+            e.exit_code() as i32
+        }
+    }
+}
+
+/// Help and version go to stdout as clap renders them; errors become one line.
+fn usage_error(e: clap::Error) -> i32 {
+    if !e.use_stderr() {
+        let _ = e.print();
+        return 0;
+    }
+    let rendered = e.render().to_string();
+    let first = rendered
+        .lines()
+        .next()
+        .unwrap_or("invalid usage")
+        .trim_start_matches("error: ");
+    eprintln!("redbike: {first}; try 'redbike --help'");
+    ExitCode::Usage as i32
+}
+
+fn execute(cli: Cli) -> Result<ExitCode> {
+    let overrides = Overrides {
+        config: cli.config,
+        redis_url: cli.redis_url,
+        prefix: cli.prefix,
+    };
+    let config = Config::load(&overrides)?;
+    match cli.command {
+        Command::Set {
+            jobid,
+            schedule,
+            after,
+        } => cmd_set(&config, &jobid, &schedule, after.as_deref()),
+        Command::Unset { jobid } => cmd_unset(&config, &jobid),
+        Command::Tell { jobid } => cmd_tell(&config, &jobid),
+        Command::Statuses { before } => cmd_statuses(&config, before.as_deref()),
+        Command::Schedules => cmd_schedules(&config),
+        Command::Control { signal } => cmd_control(&config, &signal),
+        Command::Next {
+            schedule,
+            count,
+            after,
+        } => cmd_next(&config, &schedule, count, after.as_deref()),
+    }
+}
+
+/// Parses an optional timestamp argument, naming the flag in the error.
+fn parse_ts(flag: &str, text: Option<&str>, config: &Config) -> Result<Option<i64>> {
+    text.map(|t| {
+        timestamp::parse(t, config.timezone).map_err(|e| Error::Input(format!("{flag}: {e}")))
+    })
+    .transpose()
+}
+
+fn rule_error(text: &str) -> impl Fn(crate::schedule::RuleError) -> Error + '_ {
+    move |source| {
+        ScheduleError::Rule {
+            text: text.to_string(),
+            source,
+        }
+        .into()
+    }
+}
+
+fn out() -> io::StdoutLock<'static> {
+    io::stdout().lock()
+}
+
+fn print_line(line: &str) -> Result<()> {
+    writeln!(out(), "{line}").map_err(|e| Error::io("cannot write output", e))
+}
+
+fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result<ExitCode> {
+    jobid::validate(id)?;
+    let schedule = Schedule::parse(text)?;
+    let after = parse_ts("--after", after, config)?;
+    let reference = timefile::reference_instant(after, &config.timefile)?;
+    let placement = schedule
+        .placement(reference, config.timezone)
+        .map_err(rule_error(text))?;
+    let mut store = Store::open(config)?;
+    let item = PlaceItem {
+        jobid: id.to_string(),
+        stored: schedule.stored_form(text),
+        placement,
+    };
+    let placed = store.place(&item, timestamp::now())?;
+    print_line(&describe_placement(id, placement, placed))?;
+    Ok(ExitCode::Success)
+}
+
+/// The line `set` prints.
+fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String {
+    match (placement, placed) {
+        (Placement::Timeline(ts), _) => {
+            format!("{id}: next run at {ts} ({})", timestamp::iso_utc(ts))
+        }
+        (_, Placed::Enqueued) => format!("{id}: enqueued"),
+        (_, Placed::AlreadyQueued) => format!("{id}: already in its queue"),
+        (_, Placed::Running) => {
+            format!("{id}: running now; not queued again while it runs")
+        }
+        _ => format!("{id}: stopped"),
+    }
+}
+
+fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
+    let mut store = Store::open(config)?;
+    if store.unset(id)? {
+        print_line(&format!("{id}: unset"))?;
+    } else {
+        print_line(&format!(
+            "{id}: had no schedule; cleared anything left of it"
+        ))?;
+    }
+    Ok(ExitCode::Success)
+}
+
+fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
+    let mut store = Store::open(config)?;
+    let info = store.tell(id)?;
+    // Serializing a struct of strings, numbers and bools cannot fail.
+    let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
+    print_line(&json)?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
+    let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
+    let mut store = Store::open(config)?;
+    let mut sorted = SortedCsv::new(SPILL_ROWS);
+    let key = store.keys.statuses.clone();
+    store.scan_hash(&key, |id, raw| {
+        match Status::parse(&String::from_utf8_lossy(&raw)) {
+            Some(s) if s.at <= before => sorted.push(vec![
+                id,
+                s.event.into_bytes(),
+                s.at.to_string().into_bytes(),
+            ])?,
+            Some(_) => {}
+            None => crate::log_warn!(
+                "status of {:?} is {:?}, not EVENT:TIMESTAMP; left out",
+                String::from_utf8_lossy(&id),
+                String::from_utf8_lossy(&raw)
+            ),
+        }
+        Ok(())
+    })?;
+    sorted.finish(out())?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_schedules(config: &Config) -> Result<ExitCode> {
+    let mut store = Store::open(config)?;
+    let mut sorted = SortedCsv::new(SPILL_ROWS);
+    let key = store.keys.schedules.clone();
+    store.scan_hash(&key, |id, schedule| sorted.push(vec![id, schedule]))?;
+    sorted.finish(out())?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
+    let signal = signal.trim().to_ascii_uppercase();
+    if signal != "HALT" && signal != "RESUME" {
+        return Err(Error::Input(format!(
+            "unknown control signal {signal:?}; use HALT or RESUME"
+        )));
+    }
+    let mut store = Store::open(config)?;
+    if signal == "HALT" {
+        store.control("HALT")?;
+    } else {
+        store.clear_control()?;
+    }
+    Ok(ExitCode::Success)
+}
+
+fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> Result<ExitCode> {
+    let schedule = Schedule::parse(text)?;
+    let mut after = parse_ts("--after", after, config)?.unwrap_or_else(timestamp::now);
+    let zone = match &schedule {
+        Schedule::Rule(rule) => rule.zone().or(Some(config.timezone)),
+        _ => Some(config.timezone),
+    }
+    .filter(|z| *z != chrono_tz::Tz::UTC);
+    let line = |ts: i64| match zone {
+        Some(z) => format!(
+            "{ts} {} {} {z}",
+            timestamp::iso_utc(ts),
+            timestamp::iso_in(ts, z)
+        ),
+        None => format!("{ts} {}", timestamp::iso_utc(ts)),
+    };
+    match &schedule {
+        Schedule::Rule(rule) => {
+            for _ in 0..count {
+                match rule
+                    .next_after(after, config.timezone)
+                    .map_err(rule_error(text))?
+                {
+                    Some(ts) => {
+                        print_line(&line(ts))?;
+                        after = ts;
+                    }
+                    None => break,
+                }
+            }
+        }
+        Schedule::At(ts) => print_line(&line(*ts))?,
+        Schedule::Now => print_line(&line(after))?,
+        Schedule::Continue => {
+            print_line(&line(after))?;
+            eprintln!("redbike: CONTINUE runs again as soon as each run ends");
+        }
+        Schedule::Stop => eprintln!("redbike: STOP never runs"),
+    }
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,82 @@
+//! The top-level error of a command and the exit code it maps to.
+
+use crate::{config::ConfigError, jobid::JobIdError, schedule::ScheduleError};
+
+/// Exit codes of the `redbike` binary (sysexits-style where one fits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Everything went well.
+    Success = 0,
+    /// Any failure that is not one of the others (including `check` finding problems).
+    Failure = 1,
+    /// A usage error or bad input: nothing was written.
+    Usage = 2,
+    /// Redis could not be reached (EX_UNAVAILABLE).
+    Unavailable = 69,
+}
+
+/// Why a command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The configuration could not be loaded.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A schedule given on the command line or in a file is malformed.
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    /// A job id given on the command line or in a file is malformed.
+    #[error(transparent)]
+    JobId(#[from] JobIdError),
+    /// Some other input (a timestamp, a CSV file, an argument) is malformed.
+    #[error("{0}")]
+    Input(String),
+    /// Redis could not be reached at all.
+    #[error("cannot reach redis at {url}: {reason}")]
+    Unreachable {
+        /// The Redis URL, password masked.
+        url: String,
+        /// What the connection attempt said.
+        reason: String,
+    },
+    /// Redis answered with an error, or the connection broke mid-command.
+    #[error("redis error: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Reading or writing a local file (timefile, CSV, output) failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, e.g. `cannot read timefile "x"`.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit code this error ends the process with.
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Config(_) | Error::Schedule(_) | Error::JobId(_) | Error::Input(_) => {
+                ExitCode::Usage
+            }
+            Error::Unreachable { .. } => ExitCode::Unavailable,
+            Error::Redis(e) if is_connection_error(e) => ExitCode::Unavailable,
+            Error::Redis(_) | Error::Io { .. } => ExitCode::Failure,
+        }
+    }
+
+    /// An [`Error::Io`] with a context line.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Whether a Redis error means the server is gone (as opposed to it refusing a command).
+pub fn is_connection_error(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// The result type of the library's commands.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

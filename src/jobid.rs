@@ -1,0 +1,66 @@
+//! Validation of job ids given by operators (command line and CSV files).
+
+use crate::keys::queue_of;
+
+/// The longest job id accepted, in bytes. Redis would take more, but an id this long is a
+/// mistake, and every key and log line carries it.
+pub const MAX_JOBID_BYTES: usize = 1024;
+
+/// Why a job id was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum JobIdError {
+    /// The id is empty.
+    #[error("job id is empty")]
+    Empty,
+    /// The id is longer than [`MAX_JOBID_BYTES`].
+    #[error("job id is {0} bytes long; the limit is {MAX_JOBID_BYTES}")]
+    TooLong(usize),
+    /// The id holds a control character (newline, tab, NUL...).
+    #[error("job id {0:?} contains a control character")]
+    Control(String),
+    /// The id ends with `:`, so it names no queue.
+    #[error("job id {0:?} ends with ':'; the part after the last ':' names its queue")]
+    NoQueue(String),
+    /// The id would make its lease key collide with the queue's members key.
+    #[error("job id {0:?} is reserved: its lease key would be its queue's members set")]
+    Reserved(String),
+}
+
+/// Checks that `id` can be used as a job id.
+pub fn validate(id: &str) -> Result<(), JobIdError> {
+    if id.is_empty() {
+        return Err(JobIdError::Empty);
+    }
+    if id.len() > MAX_JOBID_BYTES {
+        return Err(JobIdError::TooLong(id.len()));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(JobIdError::Control(id.to_string()));
+    }
+    if queue_of(id).is_empty() {
+        return Err(JobIdError::NoQueue(id.to_string()));
+    }
+    // `P-work-Q-` + id == `P-work-Q-members` exactly when the id is "members".
+    if id == "members" {
+        return Err(JobIdError::Reserved(id.to_string()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_bad_ids() {
+        assert_eq!(validate(""), Err(JobIdError::Empty));
+        assert!(matches!(validate("a\nb:A"), Err(JobIdError::Control(_))));
+        assert!(matches!(validate("job:"), Err(JobIdError::NoQueue(_))));
+        assert!(matches!(
+            validate(&"x".repeat(2000)),
+            Err(JobIdError::TooLong(2000))
+        ));
+        assert!(validate("x;rm -rf /:A").is_ok());
+        assert!(validate("job1").is_ok());
+    }
+}

@@ -1,0 +1,105 @@
+//! Key and channel names of one prefix, exactly as redbike 0.13.1 names its keys.
+//!
+//! | key | type | holds |
+//! | --- | --- | --- |
+//! | `P-schedules` | hash | job id -> schedule |
+//! | `P-statuses` | hash | job id -> `EVENT:UNIXSECONDS` |
+//! | `P-timeline` | sorted set | job id scored by next run |
+//! | `P-control` | string | `HALT` |
+//! | `P-work-Q` | list | queue `Q` (LPUSH in, RPOP out) |
+//! | `P-work-Q-members` | set | job ids in queue `Q` |
+//! | `P-work-Q-JOBID` | string, expiring | the lease of a running job |
+//!
+//! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
+//! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
+//! signals, so idle processes block instead of polling.
+
+/// The names used under one prefix.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    /// The prefix itself.
+    pub prefix: String,
+    /// `P-schedules`.
+    pub schedules: String,
+    /// `P-statuses`.
+    pub statuses: String,
+    /// `P-timeline`.
+    pub timeline: String,
+    /// `P-control`.
+    pub control: String,
+    /// Channel that wakes dispatchers when something joins the timeline.
+    pub timeline_wake: String,
+    /// Channel that carries `control` signals.
+    pub control_wake: String,
+}
+
+/// The queue a job belongs to: the part of its id after the last `:` (the original's
+/// round-robin rule); an id without `:` is its own queue.
+pub fn queue_of(jobid: &str) -> &str {
+    jobid.rsplit(':').next().unwrap_or(jobid)
+}
+
+impl Keys {
+    /// The names for `prefix`.
+    pub fn new(prefix: &str) -> Keys {
+        Keys {
+            prefix: prefix.to_string(),
+            schedules: format!("{prefix}-schedules"),
+            statuses: format!("{prefix}-statuses"),
+            timeline: format!("{prefix}-timeline"),
+            control: format!("{prefix}-control"),
+            timeline_wake: format!("{prefix}-wake-timeline"),
+            control_wake: format!("{prefix}-wake-control"),
+        }
+    }
+
+    /// `P-work-Q`, the list of queue `queue`.
+    pub fn queue(&self, queue: &str) -> String {
+        format!("{}-work-{queue}", self.prefix)
+    }
+
+    /// `P-work-Q-members`, the set of jobs in queue `queue`.
+    pub fn members(&self, queue: &str) -> String {
+        format!("{}-work-{queue}-members", self.prefix)
+    }
+
+    /// `P-work-Q-JOBID`, the lease key of a running job.
+    pub fn lease(&self, jobid: &str) -> String {
+        format!("{}-work-{}-{jobid}", self.prefix, queue_of(jobid))
+    }
+
+    /// The channel that wakes workers of queue `queue`.
+    pub fn queue_wake(&self, queue: &str) -> String {
+        format!("{}-wake-{queue}", self.prefix)
+    }
+
+    /// The keys a single-job script touches, in the order the scripts expect them:
+    /// schedules, statuses, timeline, queue, members, lease.
+    pub fn job_keys(&self, jobid: &str) -> [String; 6] {
+        let q = queue_of(jobid);
+        [
+            self.schedules.clone(),
+            self.statuses.clone(),
+            self.timeline.clone(),
+            self.queue(q),
+            self.members(q),
+            self.lease(jobid),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_robin_rule() {
+        assert_eq!(queue_of("job1:A"), "A");
+        assert_eq!(queue_of("a:b:C"), "C");
+        assert_eq!(queue_of("job1"), "job1");
+        let k = Keys::new("p");
+        assert_eq!(k.lease("a:b:C"), "p-work-C-a:b:C");
+        assert_eq!(k.members("C"), "p-work-C-members");
+        assert_eq!(k.queue("C"), "p-work-C");
+    }
+}

@@ -1,0 +1,20 @@
+//! redbike: a cron dispatcher for pools of distributed workers, built on Redis.
+//!
+//! The library holds everything the `redbike` binary does; `main.rs` only calls
+//! [`cli::run`]. It shares its Redis layout with the Python redbike 0.13.1, so both
+//! can serve one prefix at the same time.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod config;
+pub mod csvio;
+pub mod error;
+pub mod jobid;
+pub mod keys;
+pub mod log;
+pub mod schedule;
+pub mod scripts;
+pub mod status;
+pub mod store;
+pub mod timefile;
+pub mod timestamp;

@@ -1,0 +1,22 @@
+//! The Lua scripts that make multi-step changes atomic. Each lives in `src/lua/` and is
+//! prefixed with `common.lua`, which holds the enqueue rule and the placement logic.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+macro_rules! script {
+    ($file:literal) => {
+        LazyLock::new(|| {
+            Script::new(concat!(
+                include_str!("lua/common.lua"),
+                include_str!(concat!("lua/", $file))
+            ))
+        })
+    };
+}
+
+/// `set`/`load`: store a schedule and place the job.
+pub static PLACE: LazyLock<Script> = script!("place.lua");
+/// `unset`: forget a job.
+pub static UNSET: LazyLock<Script> = script!("unset.lua");

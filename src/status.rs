@@ -1,0 +1,55 @@
+//! Status values: `EVENT:UNIXSECONDS` in `P-statuses`.
+
+/// Entered the timeline.
+pub const TML: &str = "TML";
+/// Entered a work queue.
+pub const ENQ: &str = "ENQ";
+/// The schedule failed to parse.
+pub const BAD: &str = "BAD";
+/// Picked up by a worker.
+pub const WRK: &str = "WRK";
+/// Stopped: STOP schedule, exhausted rule, or the job asked to stop.
+pub const STP: &str = "STP";
+/// The job failed.
+pub const DIE: &str = "DIE";
+/// The job ran past its timeout and was stopped (new in this implementation).
+pub const TMO: &str = "TMO";
+
+/// A parsed status value. Unknown events are kept as they are (readers must not choke).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The event, e.g. `TML`.
+    pub event: String,
+    /// When it happened, unix seconds.
+    pub at: i64,
+}
+
+impl Status {
+    /// Parses `EVENT:TS`; `None` when the value is not of that shape.
+    pub fn parse(raw: &str) -> Option<Status> {
+        let (event, ts) = raw.rsplit_once(':')?;
+        let at = ts.trim().parse::<f64>().ok()?;
+        Some(Status {
+            event: event.to_string(),
+            at: at as i64,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses() {
+        assert_eq!(
+            Status::parse("TML:17"),
+            Some(Status {
+                event: "TML".into(),
+                at: 17
+            })
+        );
+        assert_eq!(Status::parse("garbage"), None);
+        assert_eq!(Status::parse("NEW:5").unwrap().event, "NEW");
+    }
+}

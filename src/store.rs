@@ -1,0 +1,248 @@
+//! The Redis side of every command: one connection, the key names, and the operations
+//! the commands need. Multi-step changes go through the scripts in [`crate::scripts`].
+
+use std::time::Duration;
+
+use redis::{Commands, Connection};
+use serde::Serialize;
+
+use crate::{
+    config::Config,
+    error::{Error, Result},
+    keys::{queue_of, Keys},
+    schedule::Placement,
+    scripts,
+};
+
+/// How long a one-shot command waits to connect, and for each reply.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What placing a job did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// It went into its queue.
+    Enqueued,
+    /// It was in its queue already and stays there.
+    AlreadyQueued,
+    /// It is running (its lease exists), so it was not queued again.
+    Running,
+    /// It is on the timeline.
+    Timeline,
+    /// It is stopped.
+    Stopped,
+}
+
+impl Placed {
+    fn from_reply(reply: &str) -> Placed {
+        match reply {
+            "enqueued" => Placed::Enqueued,
+            "queued" => Placed::AlreadyQueued,
+            "running" => Placed::Running,
+            "timeline" => Placed::Timeline,
+            _ => Placed::Stopped,
+        }
+    }
+}
+
+/// One job to place with [`Store::place_many`].
+#[derive(Debug, Clone)]
+pub struct PlaceItem {
+    /// The job id.
+    pub jobid: String,
+    /// The schedule text to store.
+    pub stored: String,
+    /// Where it goes.
+    pub placement: Placement,
+}
+
+/// What `tell` shows about a job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobInfo {
+    /// The raw status, `EVENT:TS`, as the original shows it.
+    pub status: Option<String>,
+    /// The stored schedule.
+    pub schedule: Option<String>,
+    /// The timeline score.
+    pub next_run: Option<i64>,
+    /// Whether its lease exists (it is running).
+    pub working: bool,
+    /// The next run as ISO 8601 UTC.
+    pub next_run_utc: Option<String>,
+    /// The queue it belongs to.
+    pub queue: String,
+    /// Whether it waits in its queue now.
+    pub queued: bool,
+    /// Seconds left on its lease while it runs.
+    pub lease_seconds_left: Option<f64>,
+}
+
+/// A connection to Redis with the key names of one prefix.
+pub struct Store {
+    /// The connection.
+    pub con: Connection,
+    /// The names under the configured prefix.
+    pub keys: Keys,
+}
+
+/// Opens a connection, mapping failure to [`Error::Unreachable`] (exit 69).
+pub fn connect(config: &Config, timeout: Duration) -> Result<Connection> {
+    let unreachable = |e: redis::RedisError| Error::Unreachable {
+        url: config.redis.display_url(),
+        reason: crate::config::mask_url(&e.to_string()),
+    };
+    let info = config.redis.connection_info()?;
+    let client = redis::Client::open(info).map_err(unreachable)?;
+    let con = client
+        .get_connection_with_timeout(timeout)
+        .map_err(unreachable)?;
+    con.set_read_timeout(Some(timeout)).map_err(unreachable)?;
+    con.set_write_timeout(Some(timeout)).map_err(unreachable)?;
+    Ok(con)
+}
+
+fn action(placement: Placement) -> (&'static str, i64) {
+    match placement {
+        Placement::Enqueue => ("enqueue", 0),
+        Placement::Timeline(ts) => ("timeline", ts),
+        Placement::Stop => ("stop", 0),
+    }
+}
+
+impl Store {
+    /// Connects for a one-shot command.
+    pub fn open(config: &Config) -> Result<Store> {
+        Ok(Store {
+            con: connect(config, COMMAND_TIMEOUT)?,
+            keys: Keys::new(&config.prefix),
+        })
+    }
+
+    fn place_invocation<'a>(&self, item: &PlaceItem, now: i64) -> redis::ScriptInvocation<'a> {
+        let (act, due) = action(item.placement);
+        let mut inv = scripts::PLACE.prepare_invoke();
+        for key in self.keys.job_keys(&item.jobid) {
+            inv.key(key);
+        }
+        inv.arg(&item.jobid)
+            .arg(&item.stored)
+            .arg(act)
+            .arg(due)
+            .arg(now)
+            .arg(self.keys.queue_wake(queue_of(&item.jobid)))
+            .arg(&self.keys.timeline_wake);
+        inv
+    }
+
+    /// Stores a schedule and places the job, atomically.
+    pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
+        let reply: String = self.place_invocation(item, now).invoke(&mut self.con)?;
+        Ok(Placed::from_reply(&reply))
+    }
+
+    /// Places many jobs in pipelined batches; each job is placed atomically.
+    pub fn place_many(&mut self, items: &[PlaceItem], now: i64) -> Result<()> {
+        scripts::PLACE.prepare_invoke().load(&mut self.con)?;
+        for batch in items.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for item in batch {
+                pipe.invoke_script(&self.place_invocation(item, now))
+                    .ignore();
+            }
+            pipe.exec(&mut self.con)?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a job; returns whether it had a schedule.
+    pub fn unset(&mut self, jobid: &str) -> Result<bool> {
+        let [schedules, statuses, timeline, queue, members, _] = self.keys.job_keys(jobid);
+        let found: i64 = scripts::UNSET
+            .key(schedules)
+            .key(statuses)
+            .key(timeline)
+            .key(queue)
+            .key(members)
+            .arg(jobid)
+            .invoke(&mut self.con)?;
+        Ok(found == 1)
+    }
+
+    /// Everything known about one job, read in one round trip.
+    pub fn tell(&mut self, jobid: &str) -> Result<JobInfo> {
+        let q = queue_of(jobid);
+        let (status, schedule, score, pttl, queued): (
+            Option<String>,
+            Option<String>,
+            Option<f64>,
+            i64,
+            bool,
+        ) = redis::pipe()
+            .hget(&self.keys.statuses, jobid)
+            .hget(&self.keys.schedules, jobid)
+            .zscore(&self.keys.timeline, jobid)
+            .pttl(self.keys.lease(jobid))
+            .sismember(self.keys.members(q), jobid)
+            .query(&mut self.con)?;
+        let next_run = score.map(|s| s as i64);
+        Ok(JobInfo {
+            status,
+            schedule,
+            next_run,
+            // PTTL: -2 no key, -1 no expiry, else milliseconds left.
+            working: pttl != -2,
+            next_run_utc: next_run.map(crate::timestamp::iso_utc),
+            queue: q.to_string(),
+            queued,
+            lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
+        })
+    }
+
+    /// Calls `each(field, value)` for every field of hash `key`, reading it in HSCAN
+    /// pages so a large hash never sits in memory at once.
+    pub fn scan_hash(
+        &mut self,
+        key: &str,
+        mut each: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page): (u64, Vec<Vec<u8>>) = redis::cmd("HSCAN")
+                .arg(key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut self.con)?;
+            let mut it = page.into_iter();
+            while let (Some(field), Some(value)) = (it.next(), it.next()) {
+                each(field, value)?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    /// Sets the control key (`HALT`) and tells listening processes at once.
+    pub fn control(&mut self, signal: &str) -> Result<()> {
+        let _: () = redis::pipe()
+            .set(&self.keys.control, signal)
+            .ignore()
+            .publish(&self.keys.control_wake, signal)
+            .ignore()
+            .query(&mut self.con)?;
+        Ok(())
+    }
+
+    /// Clears the control key (`RESUME`, and `dispatch`/`work` at start).
+    pub fn clear_control(&mut self) -> Result<()> {
+        let _: () = self.con.del(&self.keys.control)?;
+        Ok(())
+    }
+
+    /// Whether the control key says `HALT`.
+    pub fn is_halted(&mut self) -> Result<bool> {
+        let v: Option<String> = self.con.get(&self.keys.control)?;
+        Ok(v.as_deref() == Some("HALT"))
+    }
+}

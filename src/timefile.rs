@@ -1,0 +1,67 @@
+//! The timefile: the dispatcher's clock carried across restarts, as unix seconds in a
+//! text file, replaced atomically (written beside it, then renamed), as the original does.
+
+use std::{fs, io::Write, path::Path};
+
+use crate::error::{Error, Result};
+
+/// Reads the time in the timefile; `None` when there is no file.
+pub fn read(path: &Path) -> Result<Option<i64>> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(format!("cannot read timefile {path:?}"), e)),
+    };
+    let t = text.trim();
+    // The original writes whole seconds; accept a fraction as well.
+    let whole = t.split_once('.').map_or(t, |(w, _)| w);
+    whole.parse::<i64>().map(Some).map_err(|_| {
+        Error::Input(format!(
+            "timefile {path:?} holds {t:?}, not unix seconds; fix or delete it"
+        ))
+    })
+}
+
+/// The temporary file written before the rename: `TIMEFILE.0`, like the original.
+fn temp_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".0");
+    name.into()
+}
+
+/// Writes `ts` to the timefile atomically.
+pub fn write(path: &Path, ts: i64) -> Result<()> {
+    let tmp = temp_path(path);
+    let context = || format!("cannot write timefile {path:?}");
+    let mut f = fs::File::create(&tmp).map_err(|e| Error::io(context(), e))?;
+    f.write_all(ts.to_string().as_bytes())
+        .map_err(|e| Error::io(context(), e))?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(|e| Error::io(context(), e))
+}
+
+/// The reference instant of `set`, `load` and a starting dispatcher: `--after`, else the
+/// timefile's time when the file exists, else now.
+pub fn reference_instant(after: Option<i64>, path: &Path) -> Result<i64> {
+    match after {
+        Some(ts) => Ok(ts),
+        None => Ok(read(path)?.unwrap_or_else(crate::timestamp::now)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        assert_eq!(read(&p).unwrap(), None);
+        write(&p, 1234).unwrap();
+        assert_eq!(read(&p).unwrap(), Some(1234));
+        assert!(!temp_path(&p).exists());
+        fs::write(&p, "junk").unwrap();
+        assert!(read(&p).is_err());
+    }
+}

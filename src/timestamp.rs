@@ -1,0 +1,121 @@
+//! Timestamps on the command line and in output: unix seconds, or ISO 8601.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+/// The latest instant accepted: 9999-12-31T23:59:59Z.
+pub const MAX_UNIX: i64 = 253_402_300_799;
+
+/// Parses a timestamp: whole unix seconds (`1700000000`), or ISO 8601 with a zone
+/// (`2024-01-01T09:00:00Z`, `...+01:00`), or without one (`2024-01-01T09:00:00`,
+/// `2024-01-01`), which is read in `tz`.
+pub fn parse(text: &str, tz: Tz) -> Result<i64, String> {
+    let t = text.trim();
+    let value = if t
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'-' || b == b'+' || b == b'.')
+        && t.bytes().any(|b| b.is_ascii_digit())
+        && !t[1..].contains('-')
+    {
+        parse_unix(t)?
+    } else {
+        parse_iso(t, tz)?
+    };
+    if !(0..=MAX_UNIX).contains(&value) {
+        return Err(format!(
+            "timestamp {text:?} is out of range; use a time between 1970 and 9999"
+        ));
+    }
+    Ok(value)
+}
+
+fn parse_unix(t: &str) -> Result<i64, String> {
+    let whole = t.split_once('.').map_or(t, |(w, _)| w);
+    if let Some((_, frac)) = t.split_once('.') {
+        if frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("timestamp {t:?} is not a number of unix seconds"));
+        }
+    }
+    whole
+        .parse::<i64>()
+        .map_err(|_| format!("timestamp {t:?} is not a number of unix seconds (or is too large)"))
+}
+
+fn parse_iso(t: &str, tz: Tz) -> Result<i64, String> {
+    let bad = || {
+        format!("timestamp {t:?} is neither unix seconds nor ISO 8601 (e.g. 2024-01-01T09:00:00Z)")
+    };
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(dt.timestamp());
+    }
+    let naive = NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S")
+        .or_else(|_| NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S"))
+        .or_else(|_| NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M"))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(t, "%Y-%m-%d").map(|d| d.and_time(Default::default()))
+        })
+        .map_err(|_| bad())?;
+    tz.from_local_datetime(&naive)
+        .earliest()
+        .map(|dt| dt.timestamp())
+        .ok_or_else(|| format!("local time {t:?} does not exist in {tz} (clocks skip it)"))
+}
+
+/// `2023-11-14T22:13:20Z`.
+pub fn iso_utc(ts: i64) -> String {
+    match Utc.timestamp_opt(ts, 0).single() {
+        Some(dt) => dt.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => ts.to_string(),
+    }
+}
+
+/// `2023-11-14T23:13:20+01:00` in zone `tz`.
+pub fn iso_in(ts: i64, tz: Tz) -> String {
+    match tz.timestamp_opt(ts, 0).single() {
+        Some(dt) => dt.format("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+        None => ts.to_string(),
+    }
+}
+
+/// The current time in whole unix seconds.
+pub fn now() -> i64 {
+    Utc::now().timestamp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_forms() {
+        assert_eq!(parse("1700000000", Tz::UTC), Ok(1_700_000_000));
+        assert_eq!(parse("1700000000.9", Tz::UTC), Ok(1_700_000_000));
+        assert_eq!(parse("2024-01-01T00:00:00Z", Tz::UTC), Ok(1_704_067_200));
+        assert_eq!(
+            parse("2024-01-01T01:00:00+01:00", Tz::UTC),
+            Ok(1_704_067_200)
+        );
+        assert_eq!(parse("2024-01-01", Tz::UTC), Ok(1_704_067_200));
+        assert_eq!(
+            parse("2024-01-01T01:00:00", chrono_tz::Europe::Berlin),
+            Ok(1_704_067_200)
+        );
+    }
+
+    #[test]
+    fn refuses_bad() {
+        for bad in [
+            "",
+            "-5",
+            "abc",
+            "12x",
+            "99999999999999999999",
+            "10000-01-01",
+            "1.",
+            "2024-13-01",
+        ] {
+            assert!(parse(bad, Tz::UTC).is_err(), "{bad}");
+        }
+        assert!(parse("253402300800", Tz::UTC).is_err());
+    }
+}

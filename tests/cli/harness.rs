@@ -1,0 +1,337 @@
+//! Test harness: a private redis-server per test and a builder that runs the real
+//! `redbike` binary and asserts on its exit code and output.
+
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+use redis::Commands;
+use tempfile::TempDir;
+
+/// The built binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_redbike");
+
+/// A redis-server of the test's own on a free loopback port, stopped on drop.
+pub struct RedisServer {
+    /// Its port.
+    pub port: u16,
+    /// Its working directory (for appendonly files).
+    pub dir: TempDir,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    l.local_addr().unwrap().port()
+}
+
+impl RedisServer {
+    /// Starts a server without persistence.
+    pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Starts a server with extra `redis-server` arguments (e.g. `--appendonly yes`).
+    pub fn start_with(extra: &[&str]) -> RedisServer {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        for _ in 0..10 {
+            let mut server = RedisServer {
+                port: free_port(),
+                dir: tempfile::tempdir().unwrap(),
+                child: None,
+                extra: extra.clone(),
+            };
+            if server.launch() {
+                return server;
+            }
+        }
+        panic!("could not start redis-server (is it installed? apt-get install -y redis-server)");
+    }
+
+    fn launch(&mut self) -> bool {
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--dir"])
+            .arg(self.dir.path())
+            .args(["--logfile", "redis.log"])
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let Ok(child) = cmd.spawn() else {
+            return false;
+        };
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
+                self.child = None;
+                return false; // exited: port taken
+            }
+            if let Ok(mut con) = self.try_connection() {
+                if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                    return true;
+                }
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.stop();
+        false
+    }
+
+    /// Stops the server (SIGKILL).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same port and directory.
+    pub fn restart(&mut self) {
+        self.stop();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.launch() {
+            assert!(Instant::now() < deadline, "redis-server did not restart");
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT/0`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn try_connection(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(self.url())?;
+        client.get_connection_with_timeout(Duration::from_secs(2))
+    }
+
+    /// A direct connection for the test's own checks.
+    pub fn con(&self) -> redis::Connection {
+        self.try_connection().expect("connect to the test redis")
+    }
+
+    /// DBSIZE, for "nothing was written" checks.
+    pub fn dbsize(&self) -> i64 {
+        redis::cmd("DBSIZE").query(&mut self.con()).unwrap()
+    }
+
+    /// Every key and its value as text, for before/after comparisons.
+    pub fn dump(&self) -> BTreeMap<String, String> {
+        let mut con = self.con();
+        let keys: Vec<String> = con.keys("*").unwrap();
+        keys.into_iter()
+            .map(|k| {
+                let v: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut con).unwrap();
+                (k, format!("{v:?}"))
+            })
+            .collect()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A `redbike` invocation being built.
+pub struct Bike {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+/// Runs `redbike` against `server` in working directory `dir` with prefix `t`.
+pub fn bike(server: &RedisServer, dir: &Path) -> Bike {
+    let mut b = bare(dir);
+    b.cmd.env("REDBIKE_REDIS_URL", server.url());
+    b
+}
+
+/// Runs `redbike` in `dir` with no Redis settings at all.
+pub fn bare(dir: &Path) -> Bike {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .env_remove("REDBIKE_CONFIG")
+        .env_remove("REDBIKE_REDIS_URL")
+        .env_remove("REDBIKE_PREFIX")
+        .env_remove("JOURNAL_STREAM")
+        .env("REDBIKE_PREFIX", "t")
+        .stdin(Stdio::null());
+    Bike { cmd, stdin: None }
+}
+
+impl Bike {
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Bike
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> Bike {
+        self.cmd.env(k, v);
+        self
+    }
+
+    /// Removes an environment variable.
+    pub fn env_remove(mut self, k: &str) -> Bike {
+        self.cmd.env_remove(k);
+        self
+    }
+
+    /// Feeds standard input.
+    pub fn stdin(mut self, data: impl Into<Vec<u8>>) -> Bike {
+        self.stdin = Some(data.into());
+        self
+    }
+
+    /// Runs to completion (at most 60 s) and returns the outcome.
+    pub fn run(mut self) -> Outcome {
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        if self.stdin.is_some() {
+            self.cmd.stdin(Stdio::piped());
+        }
+        let mut child = self.cmd.spawn().expect("spawn redbike");
+        if let Some(data) = self.stdin.take() {
+            let mut sin = child.stdin.take().unwrap();
+            thread::spawn(move || {
+                let _ = sin.write_all(&data);
+            });
+        }
+        let pid = child.id();
+        let watchdog = thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(100));
+                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                    return;
+                }
+            }
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        });
+        let output = child.wait_with_output().expect("wait for redbike");
+        drop(watchdog);
+        Outcome::from(output)
+    }
+
+    /// Starts it in the background.
+    pub fn spawn(mut self) -> Child {
+        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        self.cmd.spawn().expect("spawn redbike")
+    }
+
+    /// Runs and asserts success; returns stdout.
+    pub fn ok(self) -> String {
+        self.run().success().stdout
+    }
+}
+
+/// The outcome of a finished invocation.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl From<Output> for Outcome {
+    fn from(o: Output) -> Outcome {
+        Outcome {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Outcome {
+    /// Asserts exit code 0.
+    pub fn success(self) -> Outcome {
+        self.code(0)
+    }
+
+    /// Asserts an exit code.
+    pub fn code(self, code: i32) -> Outcome {
+        assert_eq!(
+            self.code, code,
+            "exit code; stdout={:?} stderr={:?}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Asserts stdout exactly.
+    pub fn stdout_is(self, expected: &str) -> Outcome {
+        assert_eq!(self.stdout, expected, "stdout; stderr={:?}", self.stderr);
+        self
+    }
+
+    /// Asserts stderr contains `part`.
+    pub fn stderr_has(self, part: &str) -> Outcome {
+        assert!(
+            self.stderr.contains(part),
+            "stderr {:?} lacks {part:?}",
+            self.stderr
+        );
+        self
+    }
+
+    /// Asserts a one-line error: exit code `code`, stderr one line containing `part`,
+    /// no panic.
+    pub fn fails(self, code: i32, part: &str) -> Outcome {
+        let o = self.code(code).stderr_has(part);
+        assert_eq!(
+            o.stderr.trim_end().lines().count(),
+            1,
+            "one line: {:?}",
+            o.stderr
+        );
+        assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+        o
+    }
+}
+
+/// A temporary working directory (so no `.redbike.conf` or timefile leaks in).
+pub fn workdir() -> TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// Path of a file in `dir`.
+pub fn path(dir: &TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
+}
+
+/// Polls `cond` every 10 ms until it holds or `secs` pass; returns whether it held.
+pub fn wait_until(secs: f64, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}
+
+/// Current unix time.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}

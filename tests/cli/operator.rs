@@ -1,0 +1,448 @@
+//! The operator commands: set, unset, tell, statuses, schedules, control, next.
+
+use redis::Commands;
+
+use crate::harness::*;
+
+fn zscore(s: &RedisServer, key: &str, member: &str) -> Option<i64> {
+    let v: Option<f64> = s.con().zscore(key, member).unwrap();
+    v.map(|v| v as i64)
+}
+
+fn hget(s: &RedisServer, key: &str, field: &str) -> Option<String> {
+    s.con().hget(key, field).unwrap()
+}
+
+fn list(s: &RedisServer, key: &str) -> Vec<String> {
+    s.con().lrange(key, 0, -1).unwrap()
+}
+
+#[test]
+fn set_rule_puts_job_on_timeline_at_next_run() {
+    let s = RedisServer::start();
+    let d = workdir();
+    // 2024-01-01T10:17:23Z; anchored at the hour, so the next 5-minute mark is 10:20:00.
+    bike(&s, d.path())
+        .args([
+            "set",
+            "job1:A",
+            "FREQ=MINUTELY;INTERVAL=5",
+            "--after",
+            "1704104243",
+        ])
+        .run()
+        .success()
+        .stdout_is("job1:A: next run at 1704104400 (2024-01-01T10:20:00Z)\n");
+    assert_eq!(zscore(&s, "t-timeline", "job1:A"), Some(1_704_104_400));
+    assert_eq!(
+        hget(&s, "t-schedules", "job1:A").as_deref(),
+        Some("FREQ=MINUTELY;INTERVAL=5")
+    );
+    let status = hget(&s, "t-statuses", "job1:A").unwrap();
+    assert!(status.starts_with("TML:"), "{status}");
+    let ts: i64 = status[4..].parse().unwrap();
+    assert!((ts - now()).abs() <= 2);
+}
+
+#[test]
+fn set_now_enqueues_once_and_stores_stop() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path())
+        .args(["set", "a:b:Q", "now"])
+        .run()
+        .success()
+        .stdout_is("a:b:Q: enqueued\n");
+    bike(&s, d.path())
+        .args(["set", "a:b:Q", "NOW"])
+        .run()
+        .success()
+        .stdout_is("a:b:Q: already in its queue\n");
+    assert_eq!(list(&s, "t-work-Q"), ["a:b:Q"]);
+    let members: Vec<String> = s.con().smembers("t-work-Q-members").unwrap();
+    assert_eq!(members, ["a:b:Q"]);
+    assert_eq!(hget(&s, "t-schedules", "a:b:Q").as_deref(), Some("STOP"));
+    assert!(hget(&s, "t-statuses", "a:b:Q").unwrap().starts_with("ENQ:"));
+}
+
+#[test]
+fn set_does_not_queue_a_running_job() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let _: () = s.con().set("t-work-A-j:A", "abc").unwrap();
+    bike(&s, d.path())
+        .args(["set", "j:A", "CONTINUE"])
+        .run()
+        .success()
+        .stdout_is("j:A: running now; not queued again while it runs\n");
+    assert!(list(&s, "t-work-A").is_empty());
+    assert_eq!(hget(&s, "t-schedules", "j:A").as_deref(), Some("CONTINUE"));
+}
+
+#[test]
+fn set_at_goes_on_timeline_and_stores_stop() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path())
+        .args(["set", "j", "AT:2030-01-01T00:00:00Z"])
+        .run()
+        .success()
+        .stdout_is("j: next run at 1893456000 (2030-01-01T00:00:00Z)\n");
+    assert_eq!(zscore(&s, "t-timeline", "j"), Some(1_893_456_000));
+    assert_eq!(hget(&s, "t-schedules", "j").as_deref(), Some("STOP"));
+    bike(&s, d.path()).args(["set", "j", "AT:1893456001"]).ok();
+    assert_eq!(zscore(&s, "t-timeline", "j"), Some(1_893_456_001));
+}
+
+#[test]
+fn set_stop_takes_job_off_timeline_and_queue() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "j:A", "FREQ=DAILY"]).ok();
+    bike(&s, d.path()).args(["set", "k:A", "NOW"]).ok();
+    bike(&s, d.path())
+        .args(["set", "j:A", "stop"])
+        .run()
+        .success()
+        .stdout_is("j:A: stopped\n");
+    bike(&s, d.path()).args(["set", "k:A", "STOP"]).ok();
+    assert_eq!(zscore(&s, "t-timeline", "j:A"), None);
+    assert!(list(&s, "t-work-A").is_empty());
+    let members: Vec<String> = s.con().smembers("t-work-A-members").unwrap();
+    assert!(members.is_empty());
+    assert!(hget(&s, "t-statuses", "j:A").unwrap().starts_with("STP:"));
+    assert_eq!(hget(&s, "t-schedules", "j:A").as_deref(), Some("STOP"));
+}
+
+#[test]
+fn set_rule_moves_a_queued_job_to_the_timeline() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "j:A", "NOW"]).ok();
+    bike(&s, d.path()).args(["set", "j:A", "FREQ=HOURLY"]).ok();
+    assert!(list(&s, "t-work-A").is_empty());
+    assert!(zscore(&s, "t-timeline", "j:A").is_some());
+}
+
+#[test]
+fn set_exhausted_rule_stops() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path())
+        .args([
+            "set",
+            "j",
+            "DTSTART:20200101T000000Z\nRRULE:FREQ=DAILY;COUNT=2",
+        ])
+        .run()
+        .success()
+        .stdout_is("j: stopped\n");
+    assert!(hget(&s, "t-statuses", "j").unwrap().starts_with("STP:"));
+    assert_eq!(zscore(&s, "t-timeline", "j"), None);
+}
+
+#[test]
+fn set_uses_timefile_as_reference_instant() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(path(&d, ".redbike.timefile"), "1704104243").unwrap();
+    bike(&s, d.path())
+        .args(["set", "j", "FREQ=HOURLY"])
+        .run()
+        .success()
+        .stdout_is("j: next run at 1704106800 (2024-01-01T11:00:00Z)\n");
+    // --after beats the timefile.
+    bike(&s, d.path())
+        .args(["set", "j", "FREQ=HOURLY", "-a", "1704106800"])
+        .run()
+        .success()
+        .stdout_is("j: next run at 1704110400 (2024-01-01T12:00:00Z)\n");
+}
+
+#[test]
+fn bad_input_is_refused_and_writes_nothing() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path())
+        .args(["set", "seed:A", "FREQ=DAILY"])
+        .ok();
+    let before = s.dump();
+    let cases: &[(&[&str], &str)] = &[
+        (&["set", "j", "FREQ=DAYLY"], "bad schedule"),
+        (&["set", "j", "FREQ=DAILY;INTERVAL=0"], "bad schedule"),
+        (&["set", "j", "AT:soon"], "bad AT schedule"),
+        (&["set", "j", "  "], "schedule is empty"),
+        (&["set", "", "NOW"], "job id is empty"),
+        (&["set", "j:", "NOW"], "names its queue"),
+        (&["set", "a\tb", "NOW"], "control character"),
+        (&["set", "j", "NOW", "--after", "yesterday"], "--after"),
+        (&["set", "j", "NOW", "--after", "-1"], "out of range"),
+        (&["statuses", "--before", "x"], "--before"),
+        (&["control", "STOMP"], "unknown control signal"),
+        (&["set", "j"], "required"),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, msg) in cases {
+        bike(&s, d.path()).args(*args).run().fails(2, msg);
+    }
+    assert_eq!(s.dump(), before);
+}
+
+#[test]
+fn unset_removes_everything_but_a_running_lease() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "j:A", "NOW"]).ok();
+    bike(&s, d.path())
+        .args(["unset", "j:A"])
+        .run()
+        .success()
+        .stdout_is("j:A: unset\n");
+    assert_eq!(s.dbsize(), 0);
+    bike(&s, d.path())
+        .args(["unset", "j:A"])
+        .run()
+        .success()
+        .stdout_is("j:A: had no schedule; cleared anything left of it\n");
+    // Unlike 0.13.1 the members set is cleared too, so the job can be queued again.
+    bike(&s, d.path())
+        .args(["set", "j:A", "NOW"])
+        .run()
+        .success()
+        .stdout_is("j:A: enqueued\n");
+}
+
+#[test]
+fn tell_shows_state_as_json() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path())
+        .args(["set", "j:A", "AT:1893456000"])
+        .ok();
+    let _: () = s.con().set_ex("t-work-A-j:A", "tag", 30).unwrap();
+    let out = bike(&s, d.path()).args(["tell", "j:A"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schedule"], "STOP");
+    assert_eq!(v["next_run"], 1_893_456_000);
+    assert_eq!(v["next_run_utc"], "2030-01-01T00:00:00Z");
+    assert_eq!(v["working"], true);
+    assert_eq!(v["queue"], "A");
+    assert_eq!(v["queued"], false);
+    assert!(v["status"].as_str().unwrap().starts_with("TML:"));
+    assert!(v["lease_seconds_left"].as_f64().unwrap() > 20.0);
+    let out = bike(&s, d.path()).args(["tell", "nobody"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["status"].is_null() && v["schedule"].is_null() && v["next_run"].is_null());
+    assert_eq!(v["working"], false);
+}
+
+#[test]
+fn statuses_are_sorted_filtered_csv() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    let _: () = con
+        .hset_multiple(
+            "t-statuses",
+            &[
+                ("b:A", "ENQ:200"),
+                ("a,\"x\":A", "TML:100"),
+                ("c\nd:A", "NEW:300"),
+                ("late", "WRK:900"),
+            ],
+        )
+        .unwrap();
+    bike(&s, d.path())
+        .args(["statuses", "--before", "300"])
+        .run()
+        .success()
+        .stdout_is("\"a,\"\"x\"\":A\",TML,100\r\nb:A,ENQ,200\r\n\"c\nd:A\",NEW,300\r\n");
+    let all = bike(&s, d.path()).args(["statuses"]).ok();
+    assert!(all.ends_with("late,WRK,900\r\n"), "{all}");
+}
+
+#[test]
+fn schedules_round_trip_through_csv() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let rule = "DTSTART;TZID=Europe/Berlin:20240101T093000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU";
+    for (id, sched) in [
+        ("z:A", "CONTINUE"),
+        ("a,b:A", rule),
+        ("q\"uote:B", "FREQ=DAILY"),
+    ] {
+        bike(&s, d.path()).args(["set", id, sched]).ok();
+    }
+    let out = bike(&s, d.path()).args(["schedules"]).ok();
+    let rows: Vec<(String, String)> = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(out.as_bytes())
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[0].to_string(), r[1].to_string())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("a,b:A".to_string(), rule.to_string()),
+            ("q\"uote:B".to_string(), "FREQ=DAILY".to_string()),
+            ("z:A".to_string(), "CONTINUE".to_string())
+        ]
+    );
+}
+
+#[test]
+fn control_halt_and_resume() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["control", "halt"]).ok();
+    let v: Option<String> = s.con().get("t-control").unwrap();
+    assert_eq!(v.as_deref(), Some("HALT"));
+    bike(&s, d.path()).args(["control", "RESUME"]).ok();
+    let v: Option<String> = s.con().get("t-control").unwrap();
+    assert_eq!(v, None);
+}
+
+#[test]
+fn next_previews_without_redis() {
+    let d = workdir();
+    bare(d.path())
+        .args([
+            "next",
+            "FREQ=DAILY;BYHOUR=9",
+            "-n",
+            "2",
+            "--after",
+            "2024-01-01T10:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is("1704186000 2024-01-02T09:00:00Z\n1704272400 2024-01-03T09:00:00Z\n");
+    bare(d.path())
+        .args([
+            "next",
+            "DTSTART;TZID=Europe/Berlin:20240330T023000\nRRULE:FREQ=DAILY",
+            "-n",
+            "2",
+            "-a",
+            "1711756800",
+        ])
+        .run()
+        .success()
+        .stdout_is(
+            "1711762200 2024-03-30T01:30:00Z 2024-03-30T02:30:00+01:00 Europe/Berlin\n\
+             1711848600 2024-03-31T01:30:00Z 2024-03-31T03:30:00+02:00 Europe/Berlin\n",
+        );
+    bare(d.path())
+        .args(["next", "AT:100"])
+        .run()
+        .success()
+        .stdout_is("100 1970-01-01T00:01:40Z\n");
+    bare(d.path())
+        .args(["next", "nonsense"])
+        .run()
+        .fails(2, "bad schedule");
+}
+
+#[test]
+fn config_file_lookup_and_overrides() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let conf = format!(
+        "[redbike]\nprefix = \"fromfile\"\n[redbike-redis]\nurl = \"{}\"\n",
+        s.url()
+    );
+    std::fs::write(path(&d, ".redbike.conf"), &conf).unwrap();
+    std::fs::write(path(&d, "other.conf"), conf.replace("fromfile", "other")).unwrap();
+    // ./.redbike.conf is found.
+    bare(d.path())
+        .env_remove("REDBIKE_PREFIX")
+        .args(["set", "j", "NOW"])
+        .ok();
+    // $REDBIKE_CONFIG beats it, -c beats that.
+    bare(d.path())
+        .env_remove("REDBIKE_PREFIX")
+        .env("REDBIKE_CONFIG", "other.conf")
+        .args(["set", "k", "NOW"])
+        .ok();
+    bare(d.path())
+        .env_remove("REDBIKE_PREFIX")
+        .env("REDBIKE_CONFIG", "missing.conf")
+        .args(["-c", "other.conf", "set", "m", "NOW"])
+        .ok();
+    // --prefix beats the file.
+    bare(d.path())
+        .args(["--prefix", "flag", "set", "l", "NOW"])
+        .ok();
+    let mut con = s.con();
+    let q = |c: &mut redis::Connection, k: &str| -> Vec<String> { c.lrange(k, 0, -1).unwrap() };
+    assert_eq!(q(&mut con, "fromfile-work-j"), ["j"]);
+    assert_eq!(q(&mut con, "other-work-k"), ["k"]);
+    assert_eq!(q(&mut con, "other-work-m"), ["m"]);
+    assert_eq!(q(&mut con, "flag-work-l"), ["l"]);
+}
+
+#[test]
+fn config_errors_name_the_problem() {
+    let d = workdir();
+    let cases = [
+        ("[redbike]\nprefx = \"x\"\n", "prefx"),
+        ("[redbike]\ndefault-timeout = \"ten\"\n", "default-timeout"),
+        ("[redbike]\ntimezone = \"Mars/Base\"\n", "unknown time zone"),
+        (
+            "[redbike-redis]\nurl = \"http://nope\"\n",
+            "redbike-redis.url",
+        ),
+        ("[redbike-redis]\nport = 70000\n", "port"),
+        ("[redbike\n", "config file"),
+        ("[other]\nx = 1\n", "other"),
+    ];
+    for (text, msg) in cases {
+        std::fs::write(path(&d, "bad.conf"), text).unwrap();
+        bare(d.path())
+            .args(["-c", "bad.conf", "next", "NOW"])
+            .run()
+            .fails(2, msg);
+    }
+    bare(d.path())
+        .args(["-c", "missing.conf", "next", "NOW"])
+        .run()
+        .fails(2, "missing.conf");
+}
+
+#[test]
+fn unreachable_redis_exits_69_with_masked_url() {
+    let d = workdir();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    bare(d.path())
+        .env(
+            "REDBIKE_REDIS_URL",
+            format!("redis://user:s3cret@127.0.0.1:{port}/0"),
+        )
+        .args(["tell", "j"])
+        .run()
+        .fails(69, "user:***@127.0.0.1")
+        .stderr_has("cannot reach redis");
+    let o = bare(d.path())
+        .env(
+            "REDBIKE_REDIS_URL",
+            format!("redis://user:s3cret@127.0.0.1:{port}/0"),
+        )
+        .args(["schedules"])
+        .run();
+    assert!(!o.stderr.contains("s3cret"));
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let d = workdir();
+    let out = bare(d.path()).args(["--help"]).ok();
+    assert!(out.contains("Usage: redbike"));
+    let out = bare(d.path()).args(["--version"]).ok();
+    assert!(out.starts_with("redbike "));
+}
