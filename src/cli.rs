@@ -10,10 +10,12 @@ use clap::{ArgAction, Parser, Subcommand};
 
 use crate::{
     config::{Config, Overrides},
-    csvio::{SortedCsv, SPILL_ROWS},
+    csvio::{self, SortedCsv, SPILL_ROWS},
+    dispatcher,
     error::{Error, ExitCode, Result},
-    jobid,
+    jobid, loader,
     schedule::{Placement, Schedule, ScheduleError},
+    shutdown::Shutdown,
     status::Status,
     store::{PlaceItem, Placed, Store},
     timefile, timestamp,
@@ -91,6 +93,24 @@ pub enum Command {
         /// HALT or RESUME (case-insensitive)
         signal: String,
     },
+    /// Set many jobs from a CSV file of JOBID,SCHEDULE rows (all rows checked first)
+    Load {
+        /// The CSV file (RFC 4180; `-` for standard input)
+        file: PathBuf,
+        /// Reference instant for next runs [default: the timefile's time, else now]
+        #[arg(short, long, value_name = "TIMESTAMP")]
+        after: Option<String>,
+    },
+    /// Run the dispatcher: move due jobs from the timeline into their work queues
+    Dispatch {
+        /// Set the jobs of this CSV file (JOBID,SCHEDULE rows) before dispatching begins
+        #[arg(short, long, value_name = "FILE.csv")]
+        schedules: Option<PathBuf>,
+        /// Point in time of the first pass, and reference instant for --schedules
+        /// [default: the timefile's time, else now]
+        #[arg(short, long, value_name = "TIMESTAMP")]
+        after: Option<String>,
+    },
     /// Preview the next run times of a schedule (does not touch Redis)
     Next {
         /// The schedule
@@ -160,6 +180,10 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             count,
             after,
         } => cmd_next(&config, &schedule, count, after.as_deref()),
+        Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
+        Command::Dispatch { schedules, after } => {
+            cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
+        }
     }
 }
 
@@ -333,5 +357,48 @@ fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> R
         }
         Schedule::Stop => eprintln!("redbike: STOP never runs"),
     }
+    Ok(ExitCode::Success)
+}
+
+/// Reads, validates and plans a schedules file; nothing is written yet.
+fn plan_file(
+    config: &Config,
+    file: &std::path::Path,
+    after: Option<i64>,
+) -> Result<Vec<PlaceItem>> {
+    let name = file.display().to_string();
+    let rows = if name == "-" {
+        csvio::read_schedules_from(io::stdin().lock(), "<stdin>")?
+    } else {
+        csvio::read_schedules(file)?
+    };
+    let reference = timefile::reference_instant(after, &config.timefile)?;
+    loader::plan(&rows, reference, config.timezone, &name)
+}
+
+fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {
+    let after = parse_ts("--after", after, config)?;
+    let items = plan_file(config, file, after)?;
+    let mut store = Store::open(config)?;
+    let n = loader::load(&mut store, &items)?;
+    print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_dispatch(
+    config: &Config,
+    schedules: Option<&std::path::Path>,
+    after: Option<&str>,
+) -> Result<ExitCode> {
+    let after = parse_ts("--after", after, config)?;
+    let preload = match schedules {
+        Some(file) => plan_file(config, file, after)?,
+        None => Vec::new(),
+    };
+    let shutdown = Shutdown::new();
+    shutdown
+        .install_signals(true)
+        .map_err(|e| Error::io("cannot install signal handlers", e))?;
+    dispatcher::run(config, dispatcher::Options { after, preload }, &shutdown)?;
     Ok(ExitCode::Success)
 }

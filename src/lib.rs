@@ -8,12 +8,17 @@
 pub mod cli;
 pub mod config;
 pub mod csvio;
+pub mod dispatcher;
 pub mod error;
 pub mod jobid;
 pub mod keys;
+pub mod listener;
+pub mod loader;
 pub mod log;
+pub mod retry;
 pub mod schedule;
 pub mod scripts;
+pub mod shutdown;
 pub mod status;
 pub mod store;
 pub mod timefile;

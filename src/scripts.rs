@@ -20,3 +20,5 @@ macro_rules! script {
 pub static PLACE: LazyLock<Script> = script!("place.lua");
 /// `unset`: forget a job.
 pub static UNSET: LazyLock<Script> = script!("unset.lua");
+/// `dispatch`: move a batch of due jobs into their queues.
+pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");

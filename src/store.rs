@@ -17,6 +17,9 @@ use crate::{
 /// How long a one-shot command waits to connect, and for each reply.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How many jobs [`Store::place_many`] sends in one pipeline.
+pub const PLACE_BATCH: usize = 1000;
+
 /// What placing a job did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placed {
@@ -117,36 +120,69 @@ impl Store {
         })
     }
 
-    fn place_invocation<'a>(&self, item: &PlaceItem, now: i64) -> redis::ScriptInvocation<'a> {
+    /// `wake` says whether the script publishes wake-ups itself (single `set`) or leaves
+    /// that to the caller (batches publish once).
+    fn place_invocation<'a>(
+        &self,
+        item: &PlaceItem,
+        now: i64,
+        wake: bool,
+    ) -> redis::ScriptInvocation<'a> {
         let (act, due) = action(item.placement);
         let mut inv = scripts::PLACE.prepare_invoke();
         for key in self.keys.job_keys(&item.jobid) {
             inv.key(key);
         }
+        let (queue_wake, timeline_wake) = if wake {
+            (
+                self.keys.queue_wake(queue_of(&item.jobid)),
+                self.keys.timeline_wake.clone(),
+            )
+        } else {
+            (String::new(), String::new())
+        };
         inv.arg(&item.jobid)
             .arg(&item.stored)
             .arg(act)
             .arg(due)
             .arg(now)
-            .arg(self.keys.queue_wake(queue_of(&item.jobid)))
-            .arg(&self.keys.timeline_wake);
+            .arg(queue_wake)
+            .arg(timeline_wake);
         inv
     }
 
     /// Stores a schedule and places the job, atomically.
     pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
-        let reply: String = self.place_invocation(item, now).invoke(&mut self.con)?;
+        let reply: String = self
+            .place_invocation(item, now, true)
+            .invoke(&mut self.con)?;
         Ok(Placed::from_reply(&reply))
     }
 
-    /// Places many jobs in pipelined batches; each job is placed atomically.
+    /// Places many jobs in pipelined batches of [`PLACE_BATCH`]; each job is placed
+    /// atomically, and each batch wakes dispatchers and workers once.
     pub fn place_many(&mut self, items: &[PlaceItem], now: i64) -> Result<()> {
         scripts::PLACE.prepare_invoke().load(&mut self.con)?;
-        for batch in items.chunks(1000) {
+        for batch in items.chunks(PLACE_BATCH) {
             let mut pipe = redis::pipe();
+            let mut queues = std::collections::BTreeSet::new();
+            let mut earliest: Option<i64> = None;
             for item in batch {
-                pipe.invoke_script(&self.place_invocation(item, now))
+                pipe.invoke_script(&self.place_invocation(item, now, false))
                     .ignore();
+                match item.placement {
+                    Placement::Enqueue => {
+                        queues.insert(queue_of(&item.jobid));
+                    }
+                    Placement::Timeline(ts) => earliest = Some(earliest.map_or(ts, |e| e.min(ts))),
+                    Placement::Stop => {}
+                }
+            }
+            for q in queues {
+                pipe.publish(self.keys.queue_wake(q), 1).ignore();
+            }
+            if let Some(ts) = earliest {
+                pipe.publish(&self.keys.timeline_wake, ts).ignore();
             }
             pipe.exec(&mut self.con)?;
         }

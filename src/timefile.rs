@@ -40,6 +40,15 @@ pub fn write(path: &Path, ts: i64) -> Result<()> {
     fs::rename(&tmp, path).map_err(|e| Error::io(context(), e))
 }
 
+/// Fails now, not an hour later, when the timefile cannot be written: writes and
+/// removes the temporary file beside it.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let tmp = temp_path(path);
+    fs::write(&tmp, b"")
+        .and_then(|()| fs::remove_file(&tmp))
+        .map_err(|e| Error::io(format!("cannot write timefile {path:?}"), e))
+}
+
 /// The reference instant of `set`, `load` and a starting dispatcher: `--after`, else the
 /// timefile's time when the file exists, else now.
 pub fn reference_instant(after: Option<i64>, path: &Path) -> Result<i64> {

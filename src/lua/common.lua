@@ -17,7 +17,9 @@ local function enqueue(queue, members, lease, statuses, jobid, now, wake)
   redis.call("LPUSH", queue, jobid)
   redis.call("SADD", members, jobid)
   set_status(statuses, jobid, "ENQ", now)
-  redis.call("PUBLISH", wake, "1")
+  if wake ~= "" then
+    redis.call("PUBLISH", wake, "1")
+  end
   return "enqueued"
 end
 
@@ -27,6 +29,7 @@ local function dequeue(queue, members, jobid)
   redis.call("SREM", members, jobid)
 end
 
+-- Wake channels may be "" when the caller publishes once for a whole batch.
 -- Puts a job where its schedule says: "enqueue", "timeline" (due at `due`) or "stop".
 -- A job is in one place only, so each placement removes it from the others.
 local function place(k, jobid, action, due, now, queue_wake, timeline_wake)
@@ -37,7 +40,9 @@ local function place(k, jobid, action, due, now, queue_wake, timeline_wake)
     dequeue(k.queue, k.members, jobid)
     redis.call("ZADD", k.timeline, due, jobid)
     set_status(k.statuses, jobid, "TML", now)
-    redis.call("PUBLISH", timeline_wake, due)
+    if timeline_wake ~= "" then
+      redis.call("PUBLISH", timeline_wake, due)
+    end
     return "timeline"
   elseif action == "stop" then
     redis.call("ZREM", k.timeline, jobid)

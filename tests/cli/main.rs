@@ -1,4 +1,5 @@
 //! Integration tests: the real `redbike` binary against private redis-servers.
 
+mod dispatch;
 mod harness;
 mod operator;

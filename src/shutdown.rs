@@ -1,0 +1,99 @@
+//! The shutdown handle handed into every long-running loop: counts stop requests
+//! (SIGTERM, SIGINT, SIGHUP, SIGQUIT, or a programmatic [`Shutdown::request`]) and tells
+//! registered listeners at once, so loops that wait on a channel wake immediately.
+
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex,
+};
+
+type Listener = Box<dyn Fn(usize) + Send>;
+
+/// A cloneable handle; every clone sees the same requests.
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// How many stop requests arrived.
+    count: AtomicUsize,
+    /// Called with the new count on every request.
+    listeners: Mutex<Vec<Listener>>,
+}
+
+/// The signals that ask redbike to stop.
+pub const STOP_SIGNALS: [i32; 4] = [
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGQUIT,
+];
+
+impl Shutdown {
+    /// A handle with no signal handling (for embedding and tests).
+    pub fn new() -> Shutdown {
+        Shutdown::default()
+    }
+
+    /// Turns the stop signals into requests. With `exit_on_second`, a second signal ends
+    /// the process at once with code 128 + the signal number.
+    pub fn install_signals(&self, exit_on_second: bool) -> std::io::Result<()> {
+        let mut signals = signal_hook::iterator::Signals::new(STOP_SIGNALS)?;
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    let n = me.request();
+                    crate::log_info!("received signal {sig} ({n} so far)");
+                    if exit_on_second && n >= 2 {
+                        crate::log_warn!("second signal: exiting at once");
+                        std::process::exit(128 + sig);
+                    }
+                }
+            })?;
+        Ok(())
+    }
+
+    /// Asks every loop holding this handle to stop; returns how many requests there were.
+    pub fn request(&self) -> usize {
+        let n = self.inner.count.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Ok(listeners) = self.inner.listeners.lock() {
+            for l in listeners.iter() {
+                l(n);
+            }
+        }
+        n
+    }
+
+    /// Whether a stop was requested.
+    pub fn requested(&self) -> bool {
+        self.requests() > 0
+    }
+
+    /// How many stop requests arrived.
+    pub fn requests(&self) -> usize {
+        self.inner.count.load(Ordering::SeqCst)
+    }
+
+    /// Calls `f(count)` on every future request.
+    pub fn on_request(&self, f: impl Fn(usize) + Send + 'static) {
+        if let Ok(mut listeners) = self.inner.listeners.lock() {
+            listeners.push(Box::new(f));
+        }
+    }
+
+    /// Sleeps for `d`, waking early (in steps of at most 100 ms) when a stop is requested.
+    pub fn sleep(&self, d: std::time::Duration) {
+        let end = std::time::Instant::now() + d;
+        while !self.requested() {
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(100)));
+        }
+    }
+}

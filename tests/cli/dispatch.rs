@@ -1,0 +1,346 @@
+//! `redbike dispatch` and `redbike load`.
+
+use std::{
+    io::Read,
+    process::Child,
+    time::{Duration, Instant},
+};
+
+use redis::Commands;
+
+use crate::harness::*;
+
+fn llen(s: &RedisServer, key: &str) -> usize {
+    s.con().llen(key).unwrap()
+}
+
+fn zcard(s: &RedisServer) -> usize {
+    s.con().zcard("t-timeline").unwrap()
+}
+
+/// Sends `sig` to a child.
+pub fn signal(child: &Child, sig: i32) {
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// Waits (at most `secs`) for a child to exit; returns its code and stderr.
+pub fn finish(mut child: Child, secs: f64) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.and_then(|s| s.code()), err)
+}
+
+fn dispatcher(s: &RedisServer, d: &std::path::Path) -> Child {
+    bike(s, d).args(["dispatch"]).spawn()
+}
+
+#[test]
+fn moves_due_jobs_and_leaves_future_ones() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "past:A", "AT:100"]).ok();
+    bike(&s, d.path())
+        .args(["set", "later:A", "AT:4000000000"])
+        .ok();
+    let child = dispatcher(&s, d.path());
+    assert!(wait_until(5.0, || llen(&s, "t-work-A") == 1));
+    let queued: Vec<String> = s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(queued, ["past:A"]);
+    let score: Option<f64> = s.con().zscore("t-timeline", "later:A").unwrap();
+    assert_eq!(score, Some(4_000_000_000.0));
+    let status: String = s.con().hget("t-statuses", "past:A").unwrap();
+    assert!(status.starts_with("ENQ:"));
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    let (code, err) = finish(child, 5.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("dispatched 1 job(s)"), "{err}");
+}
+
+#[test]
+fn enqueue_rule_is_honoured() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    // `queued:A` is already in its queue, `running:A` holds a lease.
+    bike(&s, d.path()).args(["set", "queued:A", "NOW"]).ok();
+    let _: () = con.zadd("t-timeline", "queued:A", 100).unwrap();
+    let _: () = con.zadd("t-timeline", "running:A", 100).unwrap();
+    let _: () = con.set_ex("t-work-A-running:A", "tag", 60).unwrap();
+    let child = dispatcher(&s, d.path());
+    assert!(wait_until(5.0, || zcard(&s) == 0));
+    let queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(queued, ["queued:A"]);
+    signal(&child, libc::SIGTERM);
+    assert_eq!(finish(child, 5.0).0, Some(0));
+}
+
+#[test]
+fn two_dispatchers_never_queue_a_job_twice() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let n = 5000;
+    let csv: String = (0..n)
+        .map(|i| format!("job{i}:{},AT:100\n", ["A", "B", "C"][i % 3]))
+        .collect();
+    std::fs::write(path(&d, "jobs.csv"), csv).unwrap();
+    bike(&s, d.path()).args(["load", "jobs.csv"]).ok();
+    assert_eq!(zcard(&s), n);
+    let a = dispatcher(&s, d.path());
+    let b = dispatcher(&s, d.path());
+    assert!(wait_until(10.0, || zcard(&s) == 0));
+    let mut all: Vec<String> = Vec::new();
+    for q in ["A", "B", "C"] {
+        let items: Vec<String> = s.con().lrange(format!("t-work-{q}"), 0, -1).unwrap();
+        let members: usize = s.con().scard(format!("t-work-{q}-members")).unwrap();
+        assert_eq!(items.len(), members);
+        all.extend(items);
+    }
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!((total, all.len()), (n, n));
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    assert_eq!(finish(a, 5.0).0, Some(0));
+    assert_eq!(finish(b, 5.0).0, Some(0));
+}
+
+#[test]
+fn set_wakes_the_dispatcher_at_once() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let child = dispatcher(&s, d.path());
+    assert!(wait_until(5.0, || path(&d, ".redbike.timefile").exists()));
+    // Set just after a second begins: the per-second pass is ~0.7 s away, so only the
+    // wake-up can queue the job sooner.
+    let mut fastest = Duration::MAX;
+    for i in 0..3 {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_millis();
+        std::thread::sleep(Duration::from_millis(u64::from((1300 - ms) % 1000)));
+        let id = format!("j{i}:A");
+        let t = Instant::now();
+        bike(&s, d.path()).args(["set", &id, "AT:100"]).ok();
+        assert!(wait_until(3.0, || llen(&s, "t-work-A") == i + 1));
+        fastest = fastest.min(t.elapsed());
+    }
+    assert!(fastest < Duration::from_millis(400), "fastest {fastest:?}");
+    signal(&child, libc::SIGINT);
+    assert_eq!(finish(child, 5.0).0, Some(0));
+}
+
+#[test]
+fn python_style_timeline_entries_are_found_within_a_second() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let child = dispatcher(&s, d.path());
+    assert!(wait_until(5.0, || path(&d, ".redbike.timefile").exists()));
+    // What Python's set writes: no wake-up message.
+    let _: () = s.con().hset("t-schedules", "py:A", "STOP").unwrap();
+    let _: () = s.con().zadd("t-timeline", "py:A", now()).unwrap();
+    assert!(wait_until(1.5, || llen(&s, "t-work-A") == 1));
+    signal(&child, libc::SIGTERM);
+    assert_eq!(finish(child, 5.0).0, Some(0));
+}
+
+#[test]
+fn halt_stops_it_and_start_clears_halt() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    let child = dispatcher(&s, d.path());
+    // It clears HALT at start, so it keeps running.
+    assert!(wait_until(5.0, || {
+        let v: Option<String> = s.con().get("t-control").unwrap();
+        v.is_none()
+    }));
+    std::thread::sleep(Duration::from_millis(300));
+    let mut child = child;
+    assert!(child.try_wait().unwrap().is_none());
+    let t = Instant::now();
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    let (code, err) = finish(child, 5.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(err.contains("HALT"), "{err}");
+}
+
+#[test]
+fn signals_stop_it_cleanly() {
+    let s = RedisServer::start();
+    let d = workdir();
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        let child = dispatcher(&s, d.path());
+        assert!(wait_until(5.0, || path(&d, ".redbike.timefile").exists()));
+        signal(&child, sig);
+        let (code, err) = finish(child, 5.0);
+        assert_eq!(code, Some(0), "signal {sig}: {err}");
+        assert!(err.contains("stopping on signal"), "{err}");
+        std::fs::remove_file(path(&d, ".redbike.timefile")).unwrap();
+    }
+}
+
+#[test]
+fn timefile_is_written_and_drives_catch_up() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let child = dispatcher(&s, d.path());
+    let tf = path(&d, ".redbike.timefile");
+    assert!(wait_until(5.0, || tf.exists()));
+    std::thread::sleep(Duration::from_millis(1200));
+    let t: i64 = std::fs::read_to_string(&tf)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!((now() - t).abs() <= 2, "timefile {t}");
+    signal(&child, libc::SIGTERM);
+    assert_eq!(finish(child, 5.0).0, Some(0));
+    // Simulate two hours of downtime: the timefile says the last pass was then.
+    let then = now() - 7200;
+    std::fs::write(&tf, then.to_string()).unwrap();
+    std::fs::write(
+        path(&d, "s.csv"),
+        "hourly:A,FREQ=HOURLY\nfuture:A,AT:4000000000\n",
+    )
+    .unwrap();
+    let child = bike(&s, d.path())
+        .args(["dispatch", "--schedules", "s.csv"])
+        .spawn();
+    // The missed hourly run is caught up once, not twice.
+    assert!(wait_until(5.0, || llen(&s, "t-work-A") == 1));
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(llen(&s, "t-work-A"), 1);
+    let next: Option<f64> = s.con().zscore("t-timeline", "hourly:A").unwrap();
+    assert_eq!(
+        next, None,
+        "the hourly job sits in its queue until a worker reschedules it"
+    );
+    let future: Option<f64> = s.con().zscore("t-timeline", "future:A").unwrap();
+    assert_eq!(future, Some(4_000_000_000.0));
+    signal(&child, libc::SIGTERM);
+    assert_eq!(finish(child, 5.0).0, Some(0));
+}
+
+#[test]
+fn unwritable_timefile_is_reported_at_start() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "c.conf"),
+        "[redbike]\ntimefile = \"/nonexistent/dir/x.timefile\"\n",
+    )
+    .unwrap();
+    let o = bike(&s, d.path()).args(["-c", "c.conf", "dispatch"]).run();
+    o.fails(1, "cannot write timefile");
+}
+
+#[test]
+fn load_sets_many_jobs() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "s.csv"),
+        "\u{feff}a:A,NOW\r\n\"b,1:B\",\"FREQ=DAILY;BYHOUR=9\"\r\nc:A,STOP\r\nd:C,AT:4000000000\r\n",
+    )
+    .unwrap();
+    bike(&s, d.path())
+        .args(["load", "s.csv", "--after", "2024-01-01T10:00:00Z"])
+        .run()
+        .success()
+        .stdout_is("loaded 4 job(s) from s.csv\n");
+    let q: Vec<String> = s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(q, ["a:A"]);
+    let score: Option<f64> = s.con().zscore("t-timeline", "b,1:B").unwrap();
+    assert_eq!(score, Some(1_704_186_000.0));
+    // schedules | load round-trips.
+    let dump = bike(&s, d.path()).args(["schedules"]).ok();
+    let s2 = RedisServer::start();
+    bike(&s2, d.path())
+        .args(["load", "-"])
+        .stdin(dump.clone())
+        .ok();
+    assert_eq!(bike(&s2, d.path()).args(["schedules"]).ok(), dump);
+}
+
+#[test]
+fn load_refuses_a_bad_file_and_writes_nothing() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let cases = [
+        (
+            "a:A,NOW\nb:A,FREQ=DAILY,extra\n",
+            "line 2: expected 2 columns",
+        ),
+        ("a:A,NOW\n,NOW\n", "line 2: job id is empty"),
+        (
+            "a:A,NOW\nb:A,FREQ=WEEKLY;INTERVAL=0\n",
+            "line 2: bad schedule",
+        ),
+        ("a:A,NOW\nb:A,AT:later\n", "line 2: bad AT schedule"),
+        ("a:A,NOW\n\"b:A,NOW\n", "line 2"),
+    ];
+    for (text, msg) in cases {
+        std::fs::write(path(&d, "bad.csv"), text).unwrap();
+        bike(&s, d.path())
+            .args(["load", "bad.csv"])
+            .run()
+            .fails(2, msg);
+        bike(&s, d.path())
+            .args(["dispatch", "--schedules", "bad.csv"])
+            .run()
+            .fails(2, msg);
+        assert_eq!(s.dbsize(), 0, "{text}");
+    }
+    bike(&s, d.path())
+        .args(["load", "missing.csv"])
+        .run()
+        .fails(1, "missing.csv");
+}
+
+#[test]
+fn rides_out_a_redis_restart() {
+    let mut s = RedisServer::start();
+    let d = workdir();
+    let child = dispatcher(&s, d.path());
+    assert!(wait_until(5.0, || path(&d, ".redbike.timefile").exists()));
+    s.restart();
+    // The restarted server is empty (no persistence here); new work still flows.
+    bike(&s, d.path()).args(["set", "after:A", "AT:100"]).ok();
+    assert!(wait_until(15.0, || llen(&s, "t-work-A") == 1));
+    signal(&child, libc::SIGTERM);
+    let (code, err) = finish(child, 5.0);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn waits_for_redis_at_start() {
+    let mut s = RedisServer::start();
+    let d = workdir();
+    s.stop();
+    let child = dispatcher(&s, d.path());
+    std::thread::sleep(Duration::from_millis(500));
+    s.restart();
+    bike(&s, d.path()).args(["set", "j:A", "AT:100"]).ok();
+    assert!(wait_until(15.0, || llen(&s, "t-work-A") == 1));
+    signal(&child, libc::SIGTERM);
+    let (code, err) = finish(child, 5.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("retrying").count(), 1, "{err}");
+    assert!(err.contains("reachable again"), "{err}");
+}
