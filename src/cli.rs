@@ -17,7 +17,7 @@ use crate::{
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     status::Status,
-    store::{PlaceItem, Placed, Store},
+    store::{with_store, PlaceItem, Placed},
     timefile, timestamp,
 };
 
@@ -221,13 +221,12 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
     let placement = schedule
         .placement(reference, config.timezone)
         .map_err(rule_error(text))?;
-    let mut store = Store::open(config)?;
     let item = PlaceItem {
         jobid: id.to_string(),
         stored: schedule.stored_form(text),
         placement,
     };
-    let placed = store.place(&item, timestamp::now())?;
+    let placed = with_store(config, |store| store.place(&item, timestamp::now()))?;
     print_line(&describe_placement(id, placement, placed))?;
     Ok(ExitCode::Success)
 }
@@ -248,8 +247,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 }
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
-    let mut store = Store::open(config)?;
-    if store.unset(id)? {
+    if with_store(config, |store| store.unset(id))? {
         print_line(&format!("{id}: unset"))?;
     } else {
         print_line(&format!(
@@ -260,8 +258,7 @@ fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
 }
 
 fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
-    let mut store = Store::open(config)?;
-    let info = store.tell(id)?;
+    let info = with_store(config, |store| store.tell(id))?;
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
     print_line(&json)?;
@@ -270,10 +267,10 @@ fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
 
 fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
-    let mut store = Store::open(config)?;
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    let key = store.keys.statuses.clone();
-    store.scan_hash(&key, |id, raw| {
+    with_store(config, |store| {
+        let key = store.keys.statuses.clone();
+        store.scan_hash(&key, |id, raw| {
         match Status::parse(&String::from_utf8_lossy(&raw)) {
             Some(s) if s.at <= before => sorted.push(vec![
                 id,
@@ -288,16 +285,18 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
             ),
         }
         Ok(())
+        })
     })?;
     sorted.finish(out())?;
     Ok(ExitCode::Success)
 }
 
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
-    let mut store = Store::open(config)?;
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    let key = store.keys.schedules.clone();
-    store.scan_hash(&key, |id, schedule| sorted.push(vec![id, schedule]))?;
+    with_store(config, |store| {
+        let key = store.keys.schedules.clone();
+        store.scan_hash(&key, |id, schedule| sorted.push(vec![id, schedule]))
+    })?;
     sorted.finish(out())?;
     Ok(ExitCode::Success)
 }
@@ -309,12 +308,13 @@ fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
             "unknown control signal {signal:?}; use HALT or RESUME"
         )));
     }
-    let mut store = Store::open(config)?;
-    if signal == "HALT" {
-        store.control("HALT")?;
-    } else {
-        store.clear_control()?;
-    }
+    with_store(config, |store| {
+        if signal == "HALT" {
+            store.control("HALT")
+        } else {
+            store.clear_control()
+        }
+    })?;
     Ok(ExitCode::Success)
 }
 
@@ -379,8 +379,7 @@ fn plan_file(
 fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
     let items = plan_file(config, file, after)?;
-    let mut store = Store::open(config)?;
-    let n = loader::load(&mut store, &items)?;
+    let n = with_store(config, |store| loader::load(store, &items))?;
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }

@@ -13,12 +13,11 @@ use std::{
 
 use crate::{
     config::Config,
-    error::{is_connection_error, Error, Result},
+    error::{Error, Result},
     keys::Keys,
+    link::Link,
     listener::{self, Heard},
-    loader,
-    retry::{self, Backoff},
-    scripts,
+    loader, scripts,
     shutdown::Shutdown,
     store::{PlaceItem, Store},
     timefile, timestamp,
@@ -41,17 +40,19 @@ pub struct Options {
 pub struct Pass {
     /// Due jobs taken off the timeline.
     pub taken: usize,
-    /// Of those, jobs put into a queue (the rest were queued or running already).
+    /// Of those, jobs put into a queue.
     pub enqueued: usize,
+    /// Of those, running jobs left on the timeline to be tried again in a second.
+    pub deferred: usize,
     /// Whether the control key says HALT.
     pub halted: bool,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches.
-pub fn pass(store: &mut Store, point: i64) -> redis::RedisResult<Pass> {
+pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        let (taken, enqueued, _earliest, halted): (usize, usize, Option<f64>, i64) =
+        let (taken, enqueued, deferred, halted): (usize, usize, usize, i64) =
             scripts::DISPATCH
                 .key(&store.keys.timeline)
                 .key(&store.keys.statuses)
@@ -60,9 +61,10 @@ pub fn pass(store: &mut Store, point: i64) -> redis::RedisResult<Pass> {
                 .arg(point)
                 .arg(BATCH)
                 .arg(timestamp::now())
-                .invoke(&mut store.con)?;
+                .invoke(store.con)?;
         total.taken += taken;
         total.enqueued += enqueued;
+        total.deferred += deferred;
         total.halted = halted == 1;
         if taken < BATCH {
             return Ok(total);
@@ -74,7 +76,6 @@ pub fn pass(store: &mut Store, point: i64) -> redis::RedisResult<Pass> {
 pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()> {
     timefile::check_writable(&config.timefile)?;
     let mut point = timefile::reference_instant(options.after, &config.timefile)?;
-    let keys = Keys::new(&config.prefix);
     crate::log_info!(
         "dispatcher starting: prefix={} redis={} timefile={} first pass at {point}",
         config.prefix,
@@ -86,32 +87,31 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     shutdown.on_request(move |_| {
         let _ = tx.send(());
     });
-    let Some(con) = retry::connect(config, shutdown, Some("dispatcher")) else {
-        return Ok(());
-    };
-    let mut store = Store { con, keys };
-    let mut outage = Outage::default();
-    while let Err(e) = start(&mut store, &options.preload) {
-        outage.failed(config, shutdown, &mut store, e)?;
-        if shutdown.requested() {
-            return Ok(());
-        }
-    }
-    spawn_listener(config, &store.keys, shutdown, wake_tx)?;
+    let keys = Keys::new(&config.prefix);
+    let mut link = Link::new(config, "dispatcher");
+    let mut started = false;
+    let mut timefile_failing = false;
     let mut written = None;
-    loop {
+    while !shutdown.requested() {
+        let Some(con) = link.get() else {
+            let _ = wake_rx.recv_timeout(link.wait().unwrap_or(Duration::from_secs(1)));
+            continue;
+        };
+        let mut store = Store { con, keys: &keys };
+        if !started {
+            if let Err(e) = start(&mut store, &options.preload) {
+                link_failed(&mut link, e)?;
+                continue;
+            }
+            spawn_listener(config, &keys, shutdown, wake_tx.clone())?;
+            started = true;
+        }
         match pass(&mut store, point) {
             Ok(p) => {
-                outage.recovered();
-                if p.taken > 0 {
-                    crate::log_info!(
-                        "dispatched {} job(s) due by {point} ({} already queued or running)",
-                        p.enqueued,
-                        p.taken - p.enqueued
-                    );
-                }
+                link.ok();
+                log_pass(&p, point);
                 if written != Some(point) {
-                    outage.timefile(timefile::write(&config.timefile, point));
+                    report_timefile(timefile::write(&config.timefile, point), &mut timefile_failing);
                     written = Some(point);
                 }
                 if p.halted {
@@ -119,21 +119,54 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                     return Ok(());
                 }
             }
-            Err(e) => outage.failed(config, shutdown, &mut store, e.into())?,
+            Err(e) => link.failed(&e),
         }
         if shutdown.requested() {
-            crate::log_info!("dispatcher stopping on signal");
-            return Ok(());
+            break;
         }
         // Sleep until the next second begins, or until woken.
         let _ = wake_rx.recv_timeout(until_next_second());
         while wake_rx.try_recv().is_ok() {}
         point = timestamp::now();
     }
+    crate::log_info!("dispatcher stopping on signal");
+    Ok(())
+}
+
+fn log_pass(p: &Pass, point: i64) {
+    if p.enqueued > 0 {
+        crate::log_info!("dispatched {} job(s) due by {point}", p.enqueued);
+    }
+    if p.deferred > 0 {
+        crate::log_debug!("{} due job(s) are still running; trying again in a second", p.deferred);
+    }
+}
+
+/// A Redis error goes to the link; any other error (a bad file) ends the dispatcher.
+fn link_failed(link: &mut Link, e: Error) -> Result<()> {
+    match e {
+        Error::Redis(r) => {
+            link.failed(&r);
+            Ok(())
+        }
+        other => Err(other),
+    }
+}
+
+/// Logs a failing timefile once, not every second.
+fn report_timefile(result: Result<()>, failing: &mut bool) {
+    match result {
+        Err(e) if !*failing => {
+            crate::log_error!("{e}");
+            *failing = true;
+        }
+        Err(_) => {}
+        Ok(()) => *failing = false,
+    }
 }
 
 /// Clears HALT (as the original does at start) and sets the `--schedules` jobs.
-fn start(store: &mut Store, preload: &[PlaceItem]) -> Result<()> {
+fn start(store: &mut Store<'_>, preload: &[PlaceItem]) -> Result<()> {
     store.clear_control()?;
     if !preload.is_empty() {
         let n = loader::load(store, preload)?;
@@ -175,59 +208,4 @@ fn until_next_second() -> Duration {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
     Duration::from_nanos(1_000_000_000 - u64::from(since.subsec_nanos())) + Duration::from_millis(1)
-}
-
-/// Tracks a Redis outage so it is logged once, and rides it out.
-#[derive(Default)]
-struct Outage {
-    /// Set while Redis fails.
-    down: bool,
-    /// Backoff for errors that are not connection losses.
-    backoff: Backoff,
-    /// Whether the last timefile write failed (logged once).
-    timefile_failing: bool,
-}
-
-impl Outage {
-    fn failed(
-        &mut self,
-        config: &Config,
-        shutdown: &Shutdown,
-        store: &mut Store,
-        e: Error,
-    ) -> Result<()> {
-        if !self.down {
-            crate::log_warn!("dispatcher: redis failed: {e}; retrying");
-            self.down = true;
-        }
-        let lost = matches!(&e, Error::Redis(r) if is_connection_error(r))
-            || matches!(e, Error::Unreachable { .. });
-        if lost {
-            if let Some(con) = retry::connect(config, shutdown, None) {
-                store.con = con;
-            }
-        } else {
-            shutdown.sleep(self.backoff.step());
-        }
-        Ok(())
-    }
-
-    fn recovered(&mut self) {
-        if self.down {
-            crate::log_info!("dispatcher: redis is back; carrying on");
-            self.down = false;
-            self.backoff = Backoff::new();
-        }
-    }
-
-    fn timefile(&mut self, result: Result<()>) {
-        match result {
-            Err(e) if !self.timefile_failing => {
-                crate::log_error!("{e}");
-                self.timefile_failing = true;
-            }
-            Err(_) => {}
-            Ok(()) => self.timefile_failing = false,
-        }
-    }
 }

@@ -12,6 +12,7 @@ pub mod dispatcher;
 pub mod error;
 pub mod jobid;
 pub mod keys;
+pub mod link;
 pub mod listener;
 pub mod loader;
 pub mod log;

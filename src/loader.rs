@@ -45,7 +45,7 @@ pub fn plan(rows: &[ScheduleRow], after: i64, tz: Tz, name: &str) -> Result<Vec<
 }
 
 /// Writes planned items; returns how many.
-pub fn load(store: &mut Store, items: &[PlaceItem]) -> Result<usize> {
+pub fn load(store: &mut Store<'_>, items: &[PlaceItem]) -> Result<usize> {
     store.place_many(items, timestamp::now())?;
     Ok(items.len())
 }

@@ -22,3 +22,7 @@ pub static PLACE: LazyLock<Script> = script!("place.lua");
 pub static UNSET: LazyLock<Script> = script!("unset.lua");
 /// `dispatch`: move a batch of due jobs into their queues.
 pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");
+/// `work`: claim (pop and lease) jobs along the queue cycle.
+pub static CLAIM: LazyLock<Script> = script!("claim.lua");
+/// `work`: record an outcome and reschedule.
+pub static FINISH: LazyLock<Script> = script!("finish.lua");

@@ -80,11 +80,11 @@ pub struct JobInfo {
 }
 
 /// A connection to Redis with the key names of one prefix.
-pub struct Store {
+pub struct Store<'a> {
     /// The connection.
-    pub con: Connection,
+    pub con: &'a mut Connection,
     /// The names under the configured prefix.
-    pub keys: Keys,
+    pub keys: &'a Keys,
 }
 
 /// Opens a connection, mapping failure to [`Error::Unreachable`] (exit 69).
@@ -111,15 +111,17 @@ fn action(placement: Placement) -> (&'static str, i64) {
     }
 }
 
-impl Store {
-    /// Connects for a one-shot command.
-    pub fn open(config: &Config) -> Result<Store> {
-        Ok(Store {
-            con: connect(config, COMMAND_TIMEOUT)?,
-            keys: Keys::new(&config.prefix),
-        })
-    }
+/// Connects for a one-shot command and runs `f` with a [`Store`].
+pub fn with_store<T>(config: &Config, f: impl FnOnce(&mut Store<'_>) -> Result<T>) -> Result<T> {
+    let mut con = connect(config, COMMAND_TIMEOUT)?;
+    let keys = Keys::new(&config.prefix);
+    f(&mut Store {
+        con: &mut con,
+        keys: &keys,
+    })
+}
 
+impl Store<'_> {
     /// `wake` says whether the script publishes wake-ups itself (single `set`) or leaves
     /// that to the caller (batches publish once).
     fn place_invocation<'a>(
@@ -155,14 +157,14 @@ impl Store {
     pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
         let reply: String = self
             .place_invocation(item, now, true)
-            .invoke(&mut self.con)?;
+            .invoke(self.con)?;
         Ok(Placed::from_reply(&reply))
     }
 
     /// Places many jobs in pipelined batches of [`PLACE_BATCH`]; each job is placed
     /// atomically, and each batch wakes dispatchers and workers once.
     pub fn place_many(&mut self, items: &[PlaceItem], now: i64) -> Result<()> {
-        scripts::PLACE.prepare_invoke().load(&mut self.con)?;
+        scripts::PLACE.prepare_invoke().load(self.con)?;
         for batch in items.chunks(PLACE_BATCH) {
             let mut pipe = redis::pipe();
             let mut queues = std::collections::BTreeSet::new();
@@ -184,7 +186,7 @@ impl Store {
             if let Some(ts) = earliest {
                 pipe.publish(&self.keys.timeline_wake, ts).ignore();
             }
-            pipe.exec(&mut self.con)?;
+            pipe.exec(self.con)?;
         }
         Ok(())
     }
@@ -199,7 +201,7 @@ impl Store {
             .key(queue)
             .key(members)
             .arg(jobid)
-            .invoke(&mut self.con)?;
+            .invoke(self.con)?;
         Ok(found == 1)
     }
 
@@ -218,7 +220,7 @@ impl Store {
             .zscore(&self.keys.timeline, jobid)
             .pttl(self.keys.lease(jobid))
             .sismember(self.keys.members(q), jobid)
-            .query(&mut self.con)?;
+            .query(self.con)?;
         let next_run = score.map(|s| s as i64);
         Ok(JobInfo {
             status,
@@ -247,7 +249,7 @@ impl Store {
                 .arg(cursor)
                 .arg("COUNT")
                 .arg(1000)
-                .query(&mut self.con)?;
+                .query(self.con)?;
             let mut it = page.into_iter();
             while let (Some(field), Some(value)) = (it.next(), it.next()) {
                 each(field, value)?;
@@ -266,7 +268,7 @@ impl Store {
             .ignore()
             .publish(&self.keys.control_wake, signal)
             .ignore()
-            .query(&mut self.con)?;
+            .query(self.con)?;
         Ok(())
     }
 

@@ -23,10 +23,12 @@ local function enqueue(queue, members, lease, statuses, jobid, now, wake)
   return "enqueued"
 end
 
--- Takes a job out of its queue (both the list and the members set).
+-- Takes a job out of its queue (both the list and the members set). LREM scans the
+-- list, so it runs only when the members set says the job is there.
 local function dequeue(queue, members, jobid)
-  redis.call("LREM", queue, 0, jobid)
-  redis.call("SREM", members, jobid)
+  if redis.call("SREM", members, jobid) == 1 then
+    redis.call("LREM", queue, 0, jobid)
+  end
 end
 
 -- Wake channels may be "" when the caller publishes once for a whole batch.

@@ -3,13 +3,16 @@
 -- occurrence twice). Also reads the control key, so an idle pass costs one round trip.
 -- KEYS: timeline, statuses, control
 -- ARGV: prefix, point in time, limit, now
--- Returns {taken, enqueued, earliest remaining score or false, halted 0/1}
+-- A due job that is running (its lease exists) stays on the timeline, due again in a
+-- second, so a run placed while it ran is not lost (0.13.1 drops it); a job already in
+-- its queue leaves the timeline (it is in one place only).
+-- Returns {taken, enqueued, deferred (running), halted 0/1}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
 local halted = redis.call("GET", KEYS[3]) == "HALT" and 1 or 0
 local first = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
 if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, first[2] or false, halted}
+  return {0, 0, 0, halted}
 end
 local due = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
 redis.call("ZREM", timeline, unpack(due))
@@ -23,7 +26,8 @@ for _, jobid in ipairs(due) do
   end
   table.insert(groups[q], jobid)
 end
-local enqueued = 0
+local enqueued, deferred = 0, 0
+local retry = tonumber(now) + 1
 for _, q in ipairs(order) do
   local jobs = groups[q]
   local queue = prefix .. "-work-" .. q
@@ -36,7 +40,10 @@ for _, q in ipairs(order) do
   local leased = redis.call("MGET", unpack(leases))
   local push, st = {}, {}
   for i, jobid in ipairs(jobs) do
-    if queued[i] == 0 and not leased[i] then
+    if leased[i] then
+      redis.call("ZADD", timeline, retry, jobid)
+      deferred = deferred + 1
+    elseif queued[i] == 0 then
       push[#push + 1] = jobid
       st[#st + 1] = jobid
       st[#st + 1] = "ENQ:" .. now
@@ -50,5 +57,4 @@ for _, q in ipairs(order) do
     enqueued = enqueued + #push
   end
 end
-local rest = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
-return {#due, enqueued, rest[2] or false, halted}
+return {#due, enqueued, deferred, halted}

@@ -1,0 +1,112 @@
+//! A Redis connection for long-running loops that rides out outages without blocking
+//! the loop: it reconnects with capped backoff when asked, logs one line when Redis goes
+//! away and one when it is back.
+
+use std::time::{Duration, Instant};
+
+use redis::{Connection, RedisError};
+
+use crate::{config::Config, error::is_connection_error, retry::Backoff, store};
+
+/// How long a loop waits to connect before it gets on with its other duties.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a loop waits for a reply before it treats Redis as gone.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The connection state of one loop.
+pub struct Link {
+    /// Where to connect.
+    config: Config,
+    /// Who is talking, for log lines (`dispatcher`, `worker`).
+    who: &'static str,
+    /// The connection while it is up.
+    con: Option<Connection>,
+    /// Delays between attempts while Redis is down.
+    backoff: Backoff,
+    /// No attempt before this instant.
+    retry_at: Instant,
+    /// When the current outage began (logged once).
+    down_since: Option<Instant>,
+    /// Set when a new connection was made; cleared by [`Link::take_fresh`].
+    fresh: bool,
+}
+
+impl Link {
+    /// A link that connects on first use.
+    pub fn new(config: &Config, who: &'static str) -> Link {
+        Link {
+            config: config.clone(),
+            who,
+            con: None,
+            backoff: Backoff::new(),
+            retry_at: Instant::now(),
+            down_since: None,
+            fresh: false,
+        }
+    }
+
+    /// The connection, (re)connecting when an attempt is due; `None` while Redis is down.
+    pub fn get(&mut self) -> Option<&mut Connection> {
+        if Instant::now() < self.retry_at {
+            return None; // backing off
+        }
+        if self.con.is_none() {
+            match store::connect(&self.config, CONNECT_TIMEOUT) {
+                Ok(con) => {
+                    let _ = con.set_read_timeout(Some(REPLY_TIMEOUT));
+                    self.con = Some(con);
+                    self.fresh = true;
+                }
+                Err(crate::error::Error::Unreachable { reason, .. }) => self.down(&reason),
+                Err(e) => self.down(&e.to_string()),
+            }
+        }
+        self.con.as_mut()
+    }
+
+    /// Whether the connection is new since the last call (scripts may need loading).
+    pub fn take_fresh(&mut self) -> bool {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// Reports a failed command: a lost connection is dropped and retried with backoff;
+    /// other errors (READONLY, OOM, LOADING...) back off on the same connection.
+    pub fn failed(&mut self, e: &RedisError) {
+        if is_connection_error(e) {
+            self.con = None;
+        }
+        self.down(&crate::config::mask_url(&e.to_string()));
+    }
+
+    fn down(&mut self, why: &str) {
+        if self.down_since.is_none() {
+            crate::log_warn!(
+                "{}: redis at {} failed: {why}; retrying with backoff (at most every {}s)",
+                self.who,
+                self.config.redis.display_url(),
+                Backoff::MAX.as_secs()
+            );
+            self.down_since = Some(Instant::now());
+        }
+        self.retry_at = Instant::now() + self.backoff.step();
+    }
+
+    /// Reports a successful command, ending an outage.
+    pub fn ok(&mut self) {
+        if let Some(t) = self.down_since.take() {
+            crate::log_info!(
+                "{}: redis at {} is back after {:.1}s; carrying on",
+                self.who,
+                self.config.redis.display_url(),
+                t.elapsed().as_secs_f64()
+            );
+            self.backoff = Backoff::new();
+        }
+    }
+
+    /// How long until the next attempt is due, while Redis is down or backing off.
+    pub fn wait(&self) -> Option<Duration> {
+        self.down_since
+            .map(|_| self.retry_at.saturating_duration_since(Instant::now()))
+    }
+}

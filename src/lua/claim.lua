@@ -1,0 +1,36 @@
+-- claim: pop up to `n` jobs, walking the queue cycle (the original's round-robin
+-- weighting, e.g. A:A:B) from `cursor`, and lease each one in the same atomic step, so
+-- a job is always either queued or leased, never lost in between.
+-- KEYS: statuses, schedules, then one (queue, members) pair per distinct queue
+-- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
+--       then one lease TTL per pair, then n lease tags
+-- Returns {next cursor, jobid1, schedule1 or false, pair1, jobid2, ...}
+local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local cycle = {}
+for p in string.gmatch(ARGV[4], "[^,]+") do
+  cycle[#cycle + 1] = tonumber(p)
+end
+local pairs_count = (#KEYS - 2) / 2
+local out = {}
+local taken, misses = 0, 0
+while taken < n and misses < #cycle do
+  local pair = cycle[cursor % #cycle + 1]
+  cursor = cursor + 1
+  local queue, members = KEYS[1 + 2 * pair], KEYS[2 + 2 * pair]
+  local jobid = redis.call("RPOP", queue)
+  if jobid then
+    misses = 0
+    taken = taken + 1
+    redis.call("SREM", members, jobid)
+    local ttl = ARGV[4 + pair]
+    redis.call("SET", queue .. "-" .. jobid, ARGV[4 + pairs_count + taken], "EX", ttl)
+    set_status(KEYS[1], jobid, "WRK", now)
+    out[#out + 1] = jobid
+    out[#out + 1] = redis.call("HGET", KEYS[2], jobid)
+    out[#out + 1] = pair
+  else
+    misses = misses + 1
+  end
+end
+table.insert(out, 1, cursor % #cycle)
+return out
