@@ -4,21 +4,23 @@ use std::{
     ffi::OsString,
     io::{self, Write},
     path::PathBuf,
+    sync::Arc,
+    time::Duration,
 };
 
 use clap::{ArgAction, Parser, Subcommand};
 
 use crate::{
-    config::{Config, Overrides},
+    config::{Config, OnFailure, Overrides},
     csvio::{self, SortedCsv, SPILL_ROWS},
     dispatcher,
     error::{Error, ExitCode, Result},
-    jobid, loader,
+    jobid, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     status::Status,
     store::{with_store, PlaceItem, Placed},
-    timefile, timestamp,
+    timefile, timestamp, worker,
 };
 
 /// A cron dispatcher for pools of distributed workers, built on Redis.
@@ -111,6 +113,26 @@ pub enum Command {
         #[arg(short, long, value_name = "TIMESTAMP")]
         after: Option<String>,
     },
+    /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
+    Work {
+        /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
+        queues: Option<String>,
+        /// Jobs run at once [default: `concurrency` in the config, else 1]
+        #[arg(short = 'j', long, value_name = "N")]
+        concurrency: Option<usize>,
+        /// Seconds a job may run, for every queue [default: per-queue `timeouts`, else `default-timeout`]
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+        /// Seconds between SIGTERM and SIGKILL when a job is stopped [default: 5]
+        #[arg(long, value_name = "SECS")]
+        grace: Option<u64>,
+        /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
+        #[arg(long, value_enum, value_name = "WHAT")]
+        on_failure: Option<OnFailure>,
+        /// The command to run per job (after `--`); the job id is appended
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Preview the next run times of a schedule (does not touch Redis)
     Next {
         /// The schedule
@@ -180,6 +202,24 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             count,
             after,
         } => cmd_next(&config, &schedule, count, after.as_deref()),
+        Command::Work {
+            queues,
+            concurrency,
+            timeout,
+            grace,
+            on_failure,
+            command,
+        } => cmd_work(
+            &config,
+            WorkFlags {
+                queues,
+                concurrency,
+                timeout,
+                grace,
+                on_failure,
+                command,
+            },
+        ),
         Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
         Command::Dispatch { schedules, after } => {
             cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
@@ -221,11 +261,7 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
     let placement = schedule
         .placement(reference, config.timezone)
         .map_err(rule_error(text))?;
-    let item = PlaceItem {
-        jobid: id.to_string(),
-        stored: schedule.stored_form(text),
-        placement,
-    };
+    let item = PlaceItem::new(id, &schedule, text, placement);
     let placed = with_store(config, |store| store.place(&item, timestamp::now()))?;
     print_line(&describe_placement(id, placement, placed))?;
     Ok(ExitCode::Success)
@@ -240,7 +276,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
         (_, Placed::Enqueued) => format!("{id}: enqueued"),
         (_, Placed::AlreadyQueued) => format!("{id}: already in its queue"),
         (_, Placed::Running) => {
-            format!("{id}: running now; not queued again while it runs")
+            format!("{id}: running now; it will run again when this run ends")
         }
         _ => format!("{id}: stopped"),
     }
@@ -271,20 +307,20 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
     with_store(config, |store| {
         let key = store.keys.statuses.clone();
         store.scan_hash(&key, |id, raw| {
-        match Status::parse(&String::from_utf8_lossy(&raw)) {
-            Some(s) if s.at <= before => sorted.push(vec![
-                id,
-                s.event.into_bytes(),
-                s.at.to_string().into_bytes(),
-            ])?,
-            Some(_) => {}
-            None => crate::log_warn!(
-                "status of {:?} is {:?}, not EVENT:TIMESTAMP; left out",
-                String::from_utf8_lossy(&id),
-                String::from_utf8_lossy(&raw)
-            ),
-        }
-        Ok(())
+            match Status::parse(&String::from_utf8_lossy(&raw)) {
+                Some(s) if s.at <= before => sorted.push(vec![
+                    id,
+                    s.event.into_bytes(),
+                    s.at.to_string().into_bytes(),
+                ])?,
+                Some(_) => {}
+                None => crate::log_warn!(
+                    "status of {:?} is {:?}, not EVENT:TIMESTAMP; left out",
+                    String::from_utf8_lossy(&id),
+                    String::from_utf8_lossy(&raw)
+                ),
+            }
+            Ok(())
         })
     })?;
     sorted.finish(out())?;
@@ -399,5 +435,69 @@ fn cmd_dispatch(
         .install_signals(true)
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
     dispatcher::run(config, dispatcher::Options { after, preload }, &shutdown)?;
+    Ok(ExitCode::Success)
+}
+
+/// The `work` flags, each beating its config key.
+struct WorkFlags {
+    queues: Option<String>,
+    concurrency: Option<usize>,
+    timeout: Option<u64>,
+    grace: Option<u64>,
+    on_failure: Option<OnFailure>,
+    command: Vec<String>,
+}
+
+fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
+    let w = &config.worker;
+    let queues = flags.queues.or_else(|| w.queues.clone()).ok_or_else(|| {
+        Error::Input(
+            "no queues to work: give them as `redbike work A:A:B` or set `queues` in [redbike]"
+                .into(),
+        )
+    })?;
+    let queues = worker::parse_queues(&queues)?;
+    let command = if flags.command.is_empty() {
+        w.command.clone()
+    } else {
+        flags.command
+    };
+    let secs = |what: &str, v: u64| {
+        if v == 0 {
+            Err(Error::Input(format!("{what} must be at least 1 second")))
+        } else {
+            Ok(Duration::from_secs(v))
+        }
+    };
+    let timeouts = match flags.timeout {
+        Some(t) => queues
+            .iter()
+            .map(|q| Ok((q.clone(), secs("--timeout", t)?)))
+            .collect::<Result<_>>()?,
+        None => w
+            .timeouts
+            .iter()
+            .map(|(q, t)| (q.clone(), Duration::from_secs(*t)))
+            .collect(),
+    };
+    let mut settings = worker::Settings::from_config(config);
+    if let Some(n) = flags.concurrency {
+        settings.concurrency = n;
+    }
+    if settings.concurrency == 0 {
+        return Err(Error::Input("--concurrency must be at least 1".into()));
+    }
+    if let Some(g) = flags.grace {
+        settings.grace = secs("--grace", g)?;
+    }
+    if let Some(f) = flags.on_failure {
+        settings.on_failure = f;
+    }
+    let runner = runner::CommandWorker::new(command, queues, timeouts)?;
+    let shutdown = Shutdown::new();
+    shutdown
+        .install_signals(false)
+        .map_err(|e| Error::io("cannot install signal handlers", e))?;
+    worker::run(config, Arc::new(runner), settings, &shutdown)?;
     Ok(ExitCode::Success)
 }

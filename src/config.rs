@@ -61,7 +61,7 @@ pub struct Overrides {
 }
 
 /// What a worker does with a job whose command failed (status DIE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
     /// Leave the job out of circulation, as the original does; find it with `statuses`.
@@ -85,6 +85,8 @@ pub struct WorkerSettings {
     pub grace_period: u64,
     /// What happens to a failed job.
     pub on_failure: OnFailure,
+    /// Seconds a failed or timed-out CONTINUE job waits before it runs again.
+    pub failure_delay: u64,
 }
 
 /// Connection settings of `[redbike-redis]`, as redis-py takes them.
@@ -147,6 +149,7 @@ struct RedbikeTable {
     timeouts: Option<BTreeMap<String, u64>>,
     grace_period: Option<u64>,
     on_failure: Option<OnFailure>,
+    failure_delay: Option<u64>,
 }
 
 impl Config {
@@ -206,6 +209,7 @@ impl Config {
                 timeouts,
                 grace_period: t.grace_period.unwrap_or(5),
                 on_failure: t.on_failure.unwrap_or(OnFailure::Reschedule),
+                failure_delay: t.failure_delay.unwrap_or(10),
             },
             source,
         })

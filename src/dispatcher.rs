@@ -52,16 +52,15 @@ pub struct Pass {
 pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        let (taken, enqueued, deferred, halted): (usize, usize, usize, i64) =
-            scripts::DISPATCH
-                .key(&store.keys.timeline)
-                .key(&store.keys.statuses)
-                .key(&store.keys.control)
-                .arg(&store.keys.prefix)
-                .arg(point)
-                .arg(BATCH)
-                .arg(timestamp::now())
-                .invoke(store.con)?;
+        let (taken, enqueued, deferred, halted): (usize, usize, usize, i64) = scripts::DISPATCH
+            .key(&store.keys.timeline)
+            .key(&store.keys.statuses)
+            .key(&store.keys.control)
+            .arg(&store.keys.prefix)
+            .arg(point)
+            .arg(BATCH)
+            .arg(timestamp::now())
+            .invoke(store.con)?;
         total.taken += taken;
         total.enqueued += enqueued;
         total.deferred += deferred;
@@ -111,7 +110,10 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                 link.ok();
                 log_pass(&p, point);
                 if written != Some(point) {
-                    report_timefile(timefile::write(&config.timefile, point), &mut timefile_failing);
+                    report_timefile(
+                        timefile::write(&config.timefile, point),
+                        &mut timefile_failing,
+                    );
                     written = Some(point);
                 }
                 if p.halted {
@@ -138,7 +140,10 @@ fn log_pass(p: &Pass, point: i64) {
         crate::log_info!("dispatched {} job(s) due by {point}", p.enqueued);
     }
     if p.deferred > 0 {
-        crate::log_debug!("{} due job(s) are still running; trying again in a second", p.deferred);
+        crate::log_debug!(
+            "{} due job(s) are still running; trying again in a second",
+            p.deferred
+        );
     }
 }
 

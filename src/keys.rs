@@ -9,6 +9,7 @@
 //! | `P-work-Q` | list | queue `Q` (LPUSH in, RPOP out) |
 //! | `P-work-Q-members` | set | job ids in queue `Q` |
 //! | `P-work-Q-JOBID` | string, expiring | the lease of a running job |
+//! | `P-failures` | hash | job id -> last failure, `DIE:TS` or `TMO:TS` (new here) |
 //!
 //! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
 //! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
@@ -27,6 +28,8 @@ pub struct Keys {
     pub timeline: String,
     /// `P-control`.
     pub control: String,
+    /// `P-failures`: the last failure of each job (unknown to the original, harmless).
+    pub failures: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -48,6 +51,7 @@ impl Keys {
             statuses: format!("{prefix}-statuses"),
             timeline: format!("{prefix}-timeline"),
             control: format!("{prefix}-control"),
+            failures: format!("{prefix}-failures"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

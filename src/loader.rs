@@ -35,11 +35,12 @@ pub fn plan(rows: &[ScheduleRow], after: i64, tz: Tz, name: &str) -> Result<Vec<
                     p
                 }
             };
-            Ok(PlaceItem {
-                jobid: row.jobid.clone(),
-                stored: row.schedule.stored_form(&row.text),
+            Ok(PlaceItem::new(
+                &row.jobid,
+                &row.schedule,
+                &row.text,
                 placement,
-            })
+            ))
         })
         .collect()
 }

@@ -19,6 +19,8 @@ pub struct Shutdown {
 struct Inner {
     /// How many stop requests arrived.
     count: AtomicUsize,
+    /// The number of the last signal received (0 before any).
+    last_signal: std::sync::atomic::AtomicI32,
     /// Called with the new count on every request.
     listeners: Mutex<Vec<Listener>>,
 }
@@ -46,11 +48,12 @@ impl Shutdown {
             .name("signals".into())
             .spawn(move || {
                 for sig in signals.forever() {
+                    me.inner.last_signal.store(sig, Ordering::SeqCst);
                     let n = me.request();
                     crate::log_info!("received signal {sig} ({n} so far)");
                     if exit_on_second && n >= 2 {
                         crate::log_warn!("second signal: exiting at once");
-                        std::process::exit(128 + sig);
+                        std::process::exit(me.forced_exit_code());
                     }
                 }
             })?;
@@ -76,6 +79,11 @@ impl Shutdown {
     /// How many stop requests arrived.
     pub fn requests(&self) -> usize {
         self.inner.count.load(Ordering::SeqCst)
+    }
+
+    /// The exit code for a process ended by a second signal: 128 + its number.
+    pub fn forced_exit_code(&self) -> i32 {
+        128 + self.inner.last_signal.load(Ordering::SeqCst)
     }
 
     /// Calls `f(count)` on every future request.

@@ -10,7 +10,7 @@ use crate::{
     config::Config,
     error::{Error, Result},
     keys::{queue_of, Keys},
-    schedule::Placement,
+    schedule::{Placement, Schedule},
     scripts,
 };
 
@@ -35,6 +35,21 @@ pub enum Placed {
     Stopped,
 }
 
+impl PlaceItem {
+    /// The item for setting `jobid` to `schedule` (written as `text`) at `placement`.
+    pub fn new(jobid: &str, schedule: &Schedule, text: &str, placement: Placement) -> PlaceItem {
+        PlaceItem {
+            jobid: jobid.to_string(),
+            stored: schedule.stored_form(text),
+            stored_if_running: match schedule {
+                Schedule::Now => "NOW".to_string(),
+                _ => schedule.stored_form(text),
+            },
+            placement,
+        }
+    }
+}
+
 impl Placed {
     fn from_reply(reply: &str) -> Placed {
         match reply {
@@ -47,13 +62,15 @@ impl Placed {
     }
 }
 
-/// One job to place with [`Store::place_many`].
+/// One job to place with [`Store::place`] or [`Store::place_many`].
 #[derive(Debug, Clone)]
 pub struct PlaceItem {
     /// The job id.
     pub jobid: String,
     /// The schedule text to store.
     pub stored: String,
+    /// The schedule text to store instead when the job is running and cannot be queued.
+    pub stored_if_running: String,
     /// Where it goes.
     pub placement: Placement,
 }
@@ -77,6 +94,8 @@ pub struct JobInfo {
     pub queued: bool,
     /// Seconds left on its lease while it runs.
     pub lease_seconds_left: Option<f64>,
+    /// The last failure, `DIE:TS` or `TMO:TS`.
+    pub last_failure: Option<String>,
 }
 
 /// A connection to Redis with the key names of one prefix.
@@ -149,15 +168,14 @@ impl Store<'_> {
             .arg(due)
             .arg(now)
             .arg(queue_wake)
-            .arg(timeline_wake);
+            .arg(timeline_wake)
+            .arg(&item.stored_if_running);
         inv
     }
 
     /// Stores a schedule and places the job, atomically.
     pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
-        let reply: String = self
-            .place_invocation(item, now, true)
-            .invoke(self.con)?;
+        let reply: String = self.place_invocation(item, now, true).invoke(self.con)?;
         Ok(Placed::from_reply(&reply))
     }
 
@@ -200,6 +218,7 @@ impl Store<'_> {
             .key(timeline)
             .key(queue)
             .key(members)
+            .key(&self.keys.failures)
             .arg(jobid)
             .invoke(self.con)?;
         Ok(found == 1)
@@ -208,18 +227,21 @@ impl Store<'_> {
     /// Everything known about one job, read in one round trip.
     pub fn tell(&mut self, jobid: &str) -> Result<JobInfo> {
         let q = queue_of(jobid);
-        let (status, schedule, score, pttl, queued): (
+        type Reply = (
             Option<String>,
             Option<String>,
             Option<f64>,
             i64,
             bool,
-        ) = redis::pipe()
+            Option<String>,
+        );
+        let (status, schedule, score, pttl, queued, last_failure): Reply = redis::pipe()
             .hget(&self.keys.statuses, jobid)
             .hget(&self.keys.schedules, jobid)
             .zscore(&self.keys.timeline, jobid)
             .pttl(self.keys.lease(jobid))
             .sismember(self.keys.members(q), jobid)
+            .hget(&self.keys.failures, jobid)
             .query(self.con)?;
         let next_run = score.map(|s| s as i64);
         Ok(JobInfo {
@@ -232,6 +254,7 @@ impl Store<'_> {
             queue: q.to_string(),
             queued,
             lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
+            last_failure,
         })
     }
 

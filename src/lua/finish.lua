@@ -49,8 +49,11 @@ elseif mode == "bad" then
   return {"bad"}
 end
 if action == "stop" then
-  -- The schedule ends here; a run someone placed while this one ran is kept.
-  set_status(k.statuses, jobid, "STP", now)
+  -- The schedule ends here; a run someone placed while this one ran is kept, and a
+  -- failure stays the visible status.
+  if failure == "" then
+    set_status(k.statuses, jobid, "STP", now)
+  end
   return {"stopped"}
 end
 local result = place(k, jobid, action, due, now, ARGV[10], ARGV[11])

@@ -1,11 +1,12 @@
 -- unset: forget a job everywhere but its lease (a running job finishes, then finds its
 -- schedule gone and is dropped). Unlike 0.13.1 this also clears the members set, so a
 -- later set of the same id can queue it again.
--- KEYS: schedules, statuses, timeline, queue, members
+-- KEYS: schedules, statuses, timeline, queue, members, failures
 -- ARGV: jobid
 local jobid = ARGV[1]
 local found = redis.call("HDEL", KEYS[1], jobid)
 redis.call("HDEL", KEYS[2], jobid)
+redis.call("HDEL", KEYS[6], jobid)
 redis.call("ZREM", KEYS[3], jobid)
 dequeue(KEYS[4], KEYS[5], jobid)
 return found

@@ -3,3 +3,4 @@
 mod dispatch;
 mod harness;
 mod operator;
+mod work;

@@ -74,7 +74,7 @@ fn set_does_not_queue_a_running_job() {
         .args(["set", "j:A", "CONTINUE"])
         .run()
         .success()
-        .stdout_is("j:A: running now; not queued again while it runs\n");
+        .stdout_is("j:A: running now; it will run again when this run ends\n");
     assert!(list(&s, "t-work-A").is_empty());
     assert_eq!(hget(&s, "t-schedules", "j:A").as_deref(), Some("CONTINUE"));
 }

@@ -1,0 +1,951 @@
+//! `redbike work`: claims jobs from weighted queues, runs them, and puts them back on
+//! the timeline from their schedules.
+//!
+//! One loop thread talks to Redis; each of the `concurrency` slots has a thread that
+//! runs one job at a time through a [`Worker`]. The loop sends the outcomes of finished
+//! jobs and the next claim in one pipelined round trip, waits on a channel (job done,
+//! wake-up from pub/sub, signal) while idle, and enforces timeouts. Outcomes that cannot
+//! be written during a Redis outage are kept and written when Redis is back.
+
+use std::{
+    collections::HashMap,
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::{mpsc, Arc},
+    time::{Duration, Instant},
+};
+
+use chrono_tz::Tz;
+use redis::Value;
+
+use crate::{
+    config::OnFailure,
+    error::{Error, Result},
+    keys::{queue_of, Keys},
+    link::Link,
+    listener::{self, Heard},
+    schedule::{Placement, Schedule},
+    scripts,
+    shutdown::Shutdown,
+    status, timestamp,
+};
+
+/// Extra lease time beyond timeout and grace period, so a worker always finishes its own
+/// job (and its kill) before the lease can expire.
+pub const LEASE_MARGIN: Duration = Duration::from_secs(10);
+/// How often an idle worker looks for jobs enqueued without a wake-up (by the Python
+/// original) and for a HALT set without one.
+pub const POLL_EVERY: Duration = Duration::from_secs(1);
+
+/// A job handed to a [`Worker`].
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The job id.
+    pub id: String,
+    /// Its queue (the part of the id after the last `:`).
+    pub queue: String,
+    /// Its schedule when it was claimed (`None` if it had been unset).
+    pub schedule: Option<String>,
+    /// The key prefix.
+    pub prefix: String,
+    /// The slot (0..concurrency) running it; distinct among jobs running at once.
+    pub slot: usize,
+}
+
+/// How a run ended, as the job reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Success; a CONTINUE job waits `backoff` seconds before it runs again.
+    Success {
+        /// Seconds to wait (the original's integer return value).
+        backoff: Option<u64>,
+    },
+    /// The job asks to stop: its schedule becomes STOP (the original's StopWork).
+    Stop,
+    /// The job asks to be removed (the original's UnsetJob).
+    Unset,
+    /// The job failed (status DIE); the text says how.
+    Failed(String),
+}
+
+/// What runs jobs. [`crate::runner::CommandWorker`] runs a command per job;
+/// [`FnWorker`] runs a closure in-process.
+pub trait Worker: Send + Sync {
+    /// The queue weighting cycle, e.g. `["A", "A", "B"]`.
+    fn queues(&self) -> Vec<String>;
+    /// The timeout of a queue; `None` means the configured default.
+    fn timeout(&self, _queue: &str) -> Option<Duration> {
+        None
+    }
+    /// Runs one job to its end. Called on the job's slot thread.
+    fn work(&self, job: &Job) -> Outcome;
+    /// Asks a running job to stop (`force`: at once). Called from the loop thread on
+    /// timeout and shutdown; a worker that cannot interrupt its jobs ignores it.
+    fn stop(&self, _job: &Job, _force: bool) {}
+}
+
+/// A [`Worker`] that runs a closure in-process.
+pub struct FnWorker<F> {
+    /// The queue weighting cycle.
+    queues: Vec<String>,
+    /// The closure.
+    f: F,
+}
+
+impl<F: Fn(&Job) -> Outcome + Send + Sync> FnWorker<F> {
+    /// A worker for the queue string `queues` (e.g. `A:A:B`) running `f` per job.
+    pub fn new(queues: &str, f: F) -> Result<FnWorker<F>> {
+        Ok(FnWorker {
+            queues: parse_queues(queues)?,
+            f,
+        })
+    }
+}
+
+impl<F: Fn(&Job) -> Outcome + Send + Sync> Worker for FnWorker<F> {
+    fn queues(&self) -> Vec<String> {
+        self.queues.clone()
+    }
+    fn work(&self, job: &Job) -> Outcome {
+        (self.f)(job)
+    }
+}
+
+/// Parses the original's weighting string: `A:A:B` works A twice for each B.
+pub fn parse_queues(text: &str) -> Result<Vec<String>> {
+    let queues: Vec<String> = text.split(':').map(|q| q.trim().to_string()).collect();
+    if text.trim().is_empty() || queues.iter().any(|q| q.is_empty()) {
+        return Err(Error::Input(format!(
+            "bad queue list {text:?}: give queue names separated by ':', e.g. A:A:B"
+        )));
+    }
+    if let Some(q) = queues.iter().find(|q| q.chars().any(char::is_control)) {
+        return Err(Error::Input(format!(
+            "queue name {q:?} contains a control character"
+        )));
+    }
+    Ok(queues)
+}
+
+/// How the loop runs jobs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// Timeout of queues the worker names none for.
+    pub default_timeout: Duration,
+    /// Time between asking a job to stop and killing it; also how long running jobs may
+    /// go on after a stop request.
+    pub grace: Duration,
+    /// What happens to a failed job.
+    pub on_failure: OnFailure,
+    /// Seconds a failed or timed-out CONTINUE job waits before it runs again.
+    pub failure_delay: u64,
+    /// Zone for rules without their own.
+    pub timezone: Tz,
+}
+
+impl Settings {
+    /// The settings the config file gives (flags may then override fields).
+    pub fn from_config(config: &crate::config::Config) -> Settings {
+        let w = &config.worker;
+        Settings {
+            concurrency: w.concurrency,
+            default_timeout: Duration::from_secs(config.default_timeout),
+            grace: Duration::from_secs(w.grace_period),
+            on_failure: w.on_failure,
+            failure_delay: w.failure_delay,
+            timezone: config.timezone,
+        }
+    }
+}
+
+/// How a run ended, as the loop records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum End {
+    /// The job ended by itself.
+    Outcome(Outcome),
+    /// The loop stopped it: timeout, or shutdown past the grace period.
+    TimedOut,
+}
+
+/// What finish.lua is told to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Decision {
+    /// `place`, `unset`, `hold` or `bad`.
+    mode: &'static str,
+    /// Where the job goes (with `place`).
+    placement: Placement,
+    /// A schedule to store first (`STOP` after NOW, AT, or a stop request).
+    store: Option<&'static str>,
+    /// A failure event to record (`DIE`, `TMO`).
+    failure: Option<&'static str>,
+}
+
+/// Decides what becomes of a job after a run, from its current schedule.
+fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision {
+    let failure = match end {
+        End::TimedOut => Some(status::TMO),
+        End::Outcome(Outcome::Failed(_)) => Some(status::DIE),
+        _ => None,
+    };
+    let d = |mode, placement, store| Decision {
+        mode,
+        placement,
+        store,
+        failure,
+    };
+    let Some(text) = schedule.filter(|_| *end != End::Outcome(Outcome::Unset)) else {
+        // Asked to unset, or unset while it ran: the job goes.
+        return d("unset", Placement::Stop, None);
+    };
+    if failure == Some(status::DIE) && s.on_failure == OnFailure::Hold {
+        return d("hold", Placement::Stop, None);
+    }
+    if *end == End::Outcome(Outcome::Stop) {
+        return d("place", Placement::Stop, Some("STOP"));
+    }
+    match Schedule::parse(text) {
+        Err(_) => d("bad", Placement::Stop, None),
+        Ok(Schedule::Now) => d("place", Placement::Enqueue, Some("STOP")),
+        Ok(Schedule::At(ts)) => d("place", Placement::Timeline(ts), Some("STOP")),
+        Ok(Schedule::Stop) => d("place", Placement::Stop, None),
+        Ok(Schedule::Continue) => {
+            let delay = match end {
+                _ if failure.is_some() => s.failure_delay,
+                End::Outcome(Outcome::Success { backoff: Some(n) }) => *n,
+                _ => 0,
+            };
+            let placement = if delay > 0 {
+                Placement::Timeline(now + delay as i64)
+            } else {
+                Placement::Enqueue
+            };
+            d("place", placement, None)
+        }
+        Ok(Schedule::Rule(rule)) => match rule.next_after(now, s.timezone) {
+            Ok(Some(ts)) => d("place", Placement::Timeline(ts), None),
+            Ok(None) => d("place", Placement::Stop, None),
+            Err(_) => d("bad", Placement::Stop, None),
+        },
+    }
+}
+
+/// What reaches the loop thread.
+enum Event {
+    /// A slot finished its job.
+    Done { slot: usize, outcome: Outcome },
+    /// Work may be waiting (a wake-up message, or the listener reconnected).
+    Wake,
+    /// The control key was set to HALT.
+    Halt,
+    /// A stop signal; the count of requests so far.
+    Signal(usize),
+}
+
+/// A job being run.
+struct Running {
+    /// The job.
+    job: Job,
+    /// Its lease tag.
+    tag: String,
+    /// When it started.
+    started: Instant,
+    /// When it must be asked to stop.
+    deadline: Instant,
+    /// Set once it was asked to stop; when to kill it.
+    kill_at: Option<Instant>,
+    /// Whether it was killed.
+    killed: bool,
+}
+
+/// A finished job whose outcome is not written yet.
+struct Finished {
+    /// The job (its schedule is the one the decision is based on).
+    job: Job,
+    /// Its lease tag.
+    tag: String,
+    /// How it ended.
+    end: End,
+}
+
+/// The distinct queues of the cycle with their keys and lease times.
+struct Cycle {
+    /// Distinct queue names.
+    queues: Vec<String>,
+    /// The cycle as 1-based indexes into `queues`.
+    order: String,
+    /// Lease TTL in seconds per distinct queue.
+    ttls: Vec<u64>,
+    /// Timeout per distinct queue.
+    timeouts: Vec<Duration>,
+}
+
+impl Cycle {
+    fn new(names: &[String], worker: &dyn Worker, s: &Settings) -> Cycle {
+        let mut queues: Vec<String> = Vec::new();
+        let mut order = Vec::new();
+        for name in names {
+            let i = match queues.iter().position(|q| q == name) {
+                Some(i) => i,
+                None => {
+                    queues.push(name.clone());
+                    queues.len() - 1
+                }
+            };
+            order.push((i + 1).to_string());
+        }
+        let timeouts: Vec<Duration> = queues
+            .iter()
+            .map(|q| worker.timeout(q).unwrap_or(s.default_timeout))
+            .collect();
+        let ttls = timeouts
+            .iter()
+            .map(|t| (*t + s.grace + LEASE_MARGIN).as_secs_f64().ceil() as u64)
+            .collect();
+        Cycle {
+            queues,
+            order: order.join(","),
+            ttls,
+            timeouts,
+        }
+    }
+}
+
+/// A fresh random lease tag: 30 hex digits, as the original makes them.
+fn new_tag() -> String {
+    format!("{:030x}", rand::random::<u128>() >> 8)
+}
+
+/// Runs the worker loop until HALT or a stop request and all running jobs are done.
+pub fn run(
+    config: &crate::config::Config,
+    worker: Arc<dyn Worker>,
+    settings: Settings,
+    shutdown: &Shutdown,
+) -> Result<()> {
+    let names = worker.queues();
+    let keys = Keys::new(&config.prefix);
+    let cycle = Cycle::new(&names, worker.as_ref(), &settings);
+    crate::log_info!(
+        "worker starting: prefix={} redis={} queues={} concurrency={}",
+        config.prefix,
+        config.redis.display_url(),
+        names.join(":"),
+        settings.concurrency
+    );
+    let (tx, rx) = mpsc::channel();
+    let signal_tx = tx.clone();
+    shutdown.on_request(move |n| {
+        let _ = signal_tx.send(Event::Signal(n));
+    });
+    let slots = spawn_slots(&worker, settings.concurrency, &tx)?;
+    let mut lp = Loop {
+        worker,
+        settings,
+        keys,
+        cycle,
+        cursor: 0,
+        free: (0..slots.len()).rev().collect(),
+        slots,
+        running: HashMap::new(),
+        pending: Vec::new(),
+        link: Link::new(config, "worker"),
+        may_have_work: true,
+        stopping: false,
+        last_poll: None,
+        started: false,
+        shutdown: shutdown.clone(),
+    };
+    lp.run(config, &rx, tx)
+}
+
+/// One thread per slot, each running the jobs the loop hands it.
+fn spawn_slots(
+    worker: &Arc<dyn Worker>,
+    n: usize,
+    events: &mpsc::Sender<Event>,
+) -> Result<Vec<mpsc::Sender<Job>>> {
+    (0..n)
+        .map(|slot| {
+            let (job_tx, job_rx) = mpsc::channel::<Job>();
+            let worker = Arc::clone(worker);
+            let events = events.clone();
+            std::thread::Builder::new()
+                .name(format!("slot-{slot}"))
+                .spawn(move || {
+                    for job in job_rx {
+                        let outcome = catch_unwind(AssertUnwindSafe(|| worker.work(&job)))
+                            .unwrap_or_else(|_| Outcome::Failed("the job panicked".into()));
+                        if events.send(Event::Done { slot, outcome }).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .map(|_| job_tx)
+                .map_err(|e| Error::io("cannot start a job thread", e))
+        })
+        .collect()
+}
+
+/// The loop's state.
+struct Loop {
+    /// Runs the jobs.
+    worker: Arc<dyn Worker>,
+    /// How jobs are run.
+    settings: Settings,
+    /// Key names.
+    keys: Keys,
+    /// The queue cycle.
+    cycle: Cycle,
+    /// Position in the cycle of the next claim.
+    cursor: usize,
+    /// One sender per slot thread.
+    slots: Vec<mpsc::Sender<Job>>,
+    /// Idle slots.
+    free: Vec<usize>,
+    /// Running jobs by slot.
+    running: HashMap<usize, Running>,
+    /// Outcomes not yet written.
+    pending: Vec<Finished>,
+    /// The Redis connection.
+    link: Link,
+    /// Whether a claim may find work (false after a claim came back short).
+    may_have_work: bool,
+    /// Set once a stop was requested: no more claims.
+    stopping: bool,
+    /// When the control key and queues were last polled.
+    last_poll: Option<Instant>,
+    /// Whether the start-up steps (clear control, listener) are done.
+    started: bool,
+    /// The shutdown handle.
+    shutdown: Shutdown,
+}
+
+impl Loop {
+    fn run(
+        &mut self,
+        config: &crate::config::Config,
+        rx: &mpsc::Receiver<Event>,
+        tx: mpsc::Sender<Event>,
+    ) -> Result<()> {
+        let mut tx = Some(tx);
+        loop {
+            if self.shutdown.requested() && !self.stopping {
+                self.begin_stop("on signal");
+            }
+            self.enforce_deadlines();
+            if self.stopping && self.running.is_empty() && self.pending.is_empty() {
+                crate::log_info!("worker stopped");
+                return Ok(());
+            }
+            if !self.started {
+                if let Some(tx) = tx.take_if(|_| self.start()) {
+                    self.spawn_listener(config, tx)?;
+                }
+            } else {
+                self.talk();
+            }
+            let wait = self.next_wait();
+            let first = if wait.is_zero() {
+                rx.try_recv().ok()
+            } else {
+                rx.recv_timeout(wait).ok()
+            };
+            for event in first
+                .into_iter()
+                .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+            {
+                self.handle(event);
+            }
+        }
+    }
+
+    /// Clears HALT, as the original does when it starts; false while Redis is down.
+    fn start(&mut self) -> bool {
+        let Some(con) = self.link.get() else {
+            return false;
+        };
+        match redis::cmd("DEL").arg(&self.keys.control).exec(con) {
+            Ok(()) => {
+                self.link.ok();
+                self.started = true;
+                true
+            }
+            Err(e) => {
+                self.link.failed(&e);
+                false
+            }
+        }
+    }
+
+    fn spawn_listener(
+        &self,
+        config: &crate::config::Config,
+        tx: mpsc::Sender<Event>,
+    ) -> Result<()> {
+        let control = self.keys.control_wake.clone();
+        let mut channels: Vec<String> = self
+            .cycle
+            .queues
+            .iter()
+            .map(|q| self.keys.queue_wake(q))
+            .collect();
+        channels.push(control.clone());
+        listener::spawn(
+            config.clone(),
+            channels,
+            self.shutdown.clone(),
+            move |heard| {
+                let event = match heard {
+                    Heard::Message { channel, payload } if channel == control => {
+                        if payload.eq_ignore_ascii_case(b"HALT") {
+                            Event::Halt
+                        } else {
+                            return;
+                        }
+                    }
+                    _ => Event::Wake,
+                };
+                let _ = tx.send(event);
+            },
+        )
+        .map_err(|e| Error::io("cannot start the listener thread", e))?;
+        Ok(())
+    }
+
+    fn begin_stop(&mut self, why: &str) {
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        crate::log_info!(
+            "worker stopping {why}: no more claims; {} running job(s) get up to {}s to finish",
+            self.running.len(),
+            self.settings.grace.as_secs()
+        );
+        let limit = Instant::now() + self.settings.grace;
+        for r in self.running.values_mut() {
+            r.deadline = r.deadline.min(limit);
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Done { slot, outcome } => self.done(slot, outcome),
+            Event::Wake => self.may_have_work = true,
+            Event::Halt => self.begin_stop("on HALT"),
+            Event::Signal(n) if n >= 2 => self.force_exit(),
+            Event::Signal(_) => self.begin_stop("on signal"),
+        }
+    }
+
+    /// A second signal: kill every job and exit at once. Their leases expire by themselves.
+    fn force_exit(&self) -> ! {
+        crate::log_warn!(
+            "second signal: killing {} running job(s) and exiting at once",
+            self.running.len()
+        );
+        for r in self.running.values() {
+            self.worker.stop(&r.job, true);
+        }
+        std::process::exit(self.shutdown.forced_exit_code());
+    }
+
+    fn done(&mut self, slot: usize, outcome: Outcome) {
+        let Some(r) = self.running.remove(&slot) else {
+            return;
+        };
+        self.free.push(slot);
+        let secs = r.started.elapsed().as_secs_f64();
+        let end = if r.kill_at.is_some() {
+            End::TimedOut
+        } else {
+            End::Outcome(outcome)
+        };
+        match &end {
+            End::TimedOut => {
+                crate::log_warn!("job {} was stopped after {secs:.2}s (TMO)", r.job.id)
+            }
+            End::Outcome(Outcome::Failed(why)) => {
+                crate::log_warn!("job {} failed after {secs:.2}s: {why} (DIE)", r.job.id)
+            }
+            End::Outcome(o) => crate::log_debug!("job {} ended after {secs:.2}s: {o:?}", r.job.id),
+        }
+        self.pending.push(Finished {
+            job: r.job,
+            tag: r.tag,
+            end,
+        });
+    }
+
+    fn enforce_deadlines(&mut self) {
+        let now = Instant::now();
+        for r in self.running.values_mut() {
+            match r.kill_at {
+                None if now >= r.deadline => {
+                    crate::log_warn!("job {} ran out of time; asking it to stop", r.job.id);
+                    self.worker.stop(&r.job, false);
+                    r.kill_at = Some(now + self.settings.grace);
+                }
+                Some(at) if !r.killed && now >= at => {
+                    crate::log_warn!(
+                        "job {} did not stop within {}s; killing it",
+                        r.job.id,
+                        self.settings.grace.as_secs()
+                    );
+                    self.worker.stop(&r.job, true);
+                    r.killed = true;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// How long the loop may sleep.
+    fn next_wait(&self) -> Duration {
+        let now = Instant::now();
+        let up = self.link.wait().is_none();
+        let can_claim = !self.stopping && !self.free.is_empty() && self.may_have_work;
+        if up && self.started && (can_claim || !self.pending.is_empty()) {
+            return Duration::ZERO;
+        }
+        let mut wait = match self.last_poll {
+            Some(t) => (t + POLL_EVERY).saturating_duration_since(now),
+            None => Duration::ZERO,
+        };
+        if let Some(w) = self.link.wait() {
+            wait = wait.max(w);
+        }
+        for r in self.running.values() {
+            let next = match r.kill_at {
+                None => r.deadline,
+                Some(_) if r.killed => continue,
+                Some(at) => at,
+            };
+            wait = wait.min(next.saturating_duration_since(now));
+        }
+        wait.min(POLL_EVERY)
+    }
+
+    /// One round trip: write pending outcomes, claim jobs for free slots, and poll.
+    fn talk(&mut self) {
+        let claim = if self.stopping || !self.may_have_work {
+            0
+        } else {
+            self.free.len()
+        };
+        let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY);
+        if self.pending.is_empty() && claim == 0 && !poll {
+            return;
+        }
+        if self.link.get().is_none() {
+            return;
+        }
+        if self.link.take_fresh() {
+            let Some(con) = self.link.get() else {
+                return;
+            };
+            let load = scripts::FINISH
+                .prepare_invoke()
+                .load(con)
+                .and_then(|_| scripts::CLAIM.prepare_invoke().load(con));
+            if let Err(e) = load {
+                self.link.failed(&e);
+                return;
+            }
+        }
+        let now = timestamp::now();
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        let decisions: Vec<Decision> = self
+            .pending
+            .iter()
+            .map(|f| decide(f.job.schedule.as_deref(), &f.end, now, &self.settings))
+            .collect();
+        for (f, d) in self.pending.iter().zip(&decisions) {
+            pipe.invoke_script(&self.finish_invocation(f, d, now));
+        }
+        let tags: Vec<String> = (0..claim).map(|_| new_tag()).collect();
+        if claim > 0 {
+            pipe.invoke_script(&self.claim_invocation(&tags, now));
+        }
+        if poll {
+            pipe.cmd("EXISTS").arg(
+                self.cycle
+                    .queues
+                    .iter()
+                    .map(|q| self.keys.queue(q))
+                    .collect::<Vec<_>>(),
+            );
+            pipe.get(&self.keys.control);
+        }
+        let con = match self.link.get() {
+            Some(con) => con,
+            None => return,
+        };
+        match pipe.query::<Vec<redis::RedisResult<Value>>>(con) {
+            Ok(replies) => {
+                self.link.ok();
+                self.absorb(replies, claim > 0, poll, &tags);
+            }
+            Err(e) => self.link.failed(&e),
+        }
+    }
+
+    fn finish_invocation<'a>(
+        &self,
+        f: &Finished,
+        d: &Decision,
+        now: i64,
+    ) -> redis::ScriptInvocation<'a> {
+        let (action, due) = match d.placement {
+            Placement::Enqueue => ("enqueue", 0),
+            Placement::Timeline(ts) => ("timeline", ts),
+            Placement::Stop => ("stop", 0),
+        };
+        let mut inv = scripts::FINISH.prepare_invoke();
+        for key in self.keys.job_keys(&f.job.id) {
+            inv.key(key);
+        }
+        inv.key(&self.keys.failures);
+        inv.arg(&f.job.id)
+            .arg(&f.tag)
+            .arg(f.job.schedule.as_deref().unwrap_or("\0"))
+            .arg(d.mode)
+            .arg(action)
+            .arg(due)
+            .arg(now)
+            .arg(d.store.unwrap_or(""))
+            .arg(d.failure.unwrap_or(""))
+            .arg(self.keys.queue_wake(queue_of(&f.job.id)))
+            .arg(&self.keys.timeline_wake);
+        inv
+    }
+
+    fn claim_invocation<'a>(&self, tags: &[String], now: i64) -> redis::ScriptInvocation<'a> {
+        let mut inv = scripts::CLAIM.prepare_invoke();
+        inv.key(&self.keys.statuses).key(&self.keys.schedules);
+        for q in &self.cycle.queues {
+            inv.key(self.keys.queue(q)).key(self.keys.members(q));
+        }
+        inv.arg(now)
+            .arg(tags.len())
+            .arg(self.cursor)
+            .arg(&self.cycle.order);
+        for ttl in &self.cycle.ttls {
+            inv.arg(*ttl);
+        }
+        for tag in tags {
+            inv.arg(tag);
+        }
+        inv
+    }
+
+    /// Applies the replies of one round trip, in the order `talk` sent the commands.
+    fn absorb(
+        &mut self,
+        replies: Vec<redis::RedisResult<Value>>,
+        claimed: bool,
+        polled: bool,
+        tags: &[String],
+    ) {
+        let mut replies = replies.into_iter();
+        let pending = std::mem::take(&mut self.pending);
+        for (mut f, reply) in pending.into_iter().zip(replies.by_ref()) {
+            match reply
+                .and_then(|v| redis::from_redis_value::<Vec<Option<String>>>(v).map_err(Into::into))
+            {
+                Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("changed") => {
+                    // Someone set or unset the job while it ran: decide again.
+                    f.job.schedule = r.get(1).cloned().flatten();
+                    self.pending.push(f);
+                }
+                Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("stale") => {
+                    crate::log_warn!(
+                        "job {}: its lease is held by another worker; leaving it alone",
+                        f.job.id
+                    );
+                }
+                Ok(r) => crate::log_debug!(
+                    "job {} recorded: {}",
+                    f.job.id,
+                    r.first().cloned().flatten().unwrap_or_default()
+                ),
+                Err(e) => {
+                    crate::log_error!("job {}: cannot record its outcome: {e}; retrying", f.job.id);
+                    self.pending.push(f);
+                }
+            }
+        }
+        if claimed {
+            match replies.next() {
+                Some(Ok(v)) => self.start_claimed(v, tags),
+                Some(Err(e)) => crate::log_error!("claim failed: {e}"),
+                None => {}
+            }
+        }
+        if polled {
+            self.last_poll = Some(Instant::now());
+            if let Some(Ok(Value::Int(n))) = replies.next() {
+                self.may_have_work |= n > 0;
+            }
+            if let Some(Ok(v)) = replies.next() {
+                if redis::from_redis_value::<Option<String>>(v)
+                    .ok()
+                    .flatten()
+                    .as_deref()
+                    == Some("HALT")
+                {
+                    self.begin_stop("on HALT");
+                }
+            }
+        }
+    }
+
+    /// Hands claimed jobs to free slots.
+    fn start_claimed(&mut self, reply: Value, tags: &[String]) {
+        let Ok(items) = redis::from_redis_value::<Vec<Value>>(reply) else {
+            return;
+        };
+        let mut items = items.into_iter();
+        if let Some(Ok(cursor)) = items.next().map(redis::from_redis_value::<usize>) {
+            self.cursor = cursor;
+        }
+        let mut n = 0;
+        while let (Some(id), Some(schedule), Some(pair)) =
+            (items.next(), items.next(), items.next())
+        {
+            let (Ok(id), Ok(schedule), Ok(pair)) = (
+                redis::from_redis_value::<String>(id),
+                redis::from_redis_value::<Option<String>>(schedule),
+                redis::from_redis_value::<usize>(pair),
+            ) else {
+                continue;
+            };
+            let tag = tags[n].clone();
+            n += 1;
+            self.launch(id, schedule, pair.saturating_sub(1), tag);
+        }
+        self.may_have_work = n == tags.len();
+    }
+
+    fn launch(&mut self, id: String, schedule: Option<String>, queue_index: usize, tag: String) {
+        let Some(slot) = self.free.pop() else {
+            return;
+        };
+        let now = Instant::now();
+        let timeout = self
+            .cycle
+            .timeouts
+            .get(queue_index)
+            .copied()
+            .unwrap_or(self.settings.default_timeout);
+        let job = Job {
+            queue: queue_of(&id).to_string(),
+            id,
+            schedule,
+            prefix: self.keys.prefix.clone(),
+            slot,
+        };
+        crate::log_debug!("job {} started in slot {slot}", job.id);
+        self.running.insert(
+            slot,
+            Running {
+                job: job.clone(),
+                tag,
+                started: now,
+                deadline: now + timeout,
+                kill_at: None,
+                killed: false,
+            },
+        );
+        if self.slots[slot].send(job).is_err() {
+            crate::log_error!(
+                "slot {slot} is gone; its job will be recovered when its lease expires"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings {
+            concurrency: 1,
+            default_timeout: Duration::from_secs(10),
+            grace: Duration::from_secs(5),
+            on_failure: OnFailure::Reschedule,
+            failure_delay: 10,
+            timezone: Tz::UTC,
+        }
+    }
+
+    fn ok(backoff: Option<u64>) -> End {
+        End::Outcome(Outcome::Success { backoff })
+    }
+
+    #[test]
+    fn decisions() {
+        let s = settings();
+        let failed = End::Outcome(Outcome::Failed("x".into()));
+        assert_eq!(
+            decide(Some("CONTINUE"), &ok(None), 100, &s).placement,
+            Placement::Enqueue
+        );
+        assert_eq!(
+            decide(Some("CONTINUE"), &ok(Some(5)), 100, &s).placement,
+            Placement::Timeline(105)
+        );
+        assert_eq!(
+            decide(Some("CONTINUE"), &failed, 100, &s).placement,
+            Placement::Timeline(110)
+        );
+        assert_eq!(
+            decide(Some("CONTINUE"), &End::TimedOut, 100, &s).failure,
+            Some("TMO")
+        );
+        assert_eq!(decide(None, &ok(None), 100, &s).mode, "unset");
+        assert_eq!(
+            decide(Some("STOP"), &End::Outcome(Outcome::Unset), 100, &s).mode,
+            "unset"
+        );
+        let stop = decide(Some("CONTINUE"), &End::Outcome(Outcome::Stop), 100, &s);
+        assert_eq!(
+            (stop.mode, stop.store, stop.placement),
+            ("place", Some("STOP"), Placement::Stop)
+        );
+        let now = decide(Some("NOW"), &ok(None), 100, &s);
+        assert_eq!(
+            (now.placement, now.store),
+            (Placement::Enqueue, Some("STOP"))
+        );
+        assert_eq!(decide(Some("FREQ=NOPE"), &ok(None), 100, &s).mode, "bad");
+        let hold = Settings {
+            on_failure: OnFailure::Hold,
+            ..settings()
+        };
+        assert_eq!(decide(Some("CONTINUE"), &failed, 100, &hold).mode, "hold");
+        // A timeout always goes back into circulation.
+        assert_eq!(
+            decide(Some("CONTINUE"), &End::TimedOut, 100, &hold).mode,
+            "place"
+        );
+    }
+
+    #[test]
+    fn queue_strings() {
+        assert_eq!(parse_queues("A:A:B").unwrap(), ["A", "A", "B"]);
+        assert!(parse_queues("").is_err());
+        assert!(parse_queues("A::B").is_err());
+    }
+
+    #[test]
+    fn tags_are_30_hex_digits() {
+        let t = new_tag();
+        assert_eq!(t.len(), 30);
+        assert!(t.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(t, new_tag());
+    }
+}

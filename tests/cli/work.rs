@@ -1,0 +1,478 @@
+//! `redbike work`: outcomes, leases, timeouts, concurrency, stopping and faults.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Child,
+    time::{Duration, Instant},
+};
+
+use redis::Commands;
+
+use crate::{
+    dispatch::{finish, signal},
+    harness::*,
+};
+
+/// A job script whose behaviour follows its id: `fail*` exits 3, `stop*` 100, `unset*`
+/// 101, `back*` asks for a 30 s backoff, `sleep*` runs 1 s, `hang*` runs 30 s with a
+/// grandchild. Every run appends `start ID` / `end ID` lines with times to $TEST_LOG.
+const JOB: &str = r#"#!/bin/sh
+echo "start $1 $(date +%s.%N) $REDBIKE_JOBID $REDBIKE_QUEUE $REDBIKE_PREFIX $REDBIKE_SCHEDULE" >> "$TEST_LOG"
+echo "output of $1"
+case "$1" in
+  fail*) exit 3;;
+  stop*) exit 100;;
+  unset*) exit 101;;
+  back*) echo 30 > "$REDBIKE_BACKOFF_FILE";;
+  sleep*) sleep 1;;
+  hang*) sleep 30 & echo $! > "$TEST_LOG.grandchild"; wait;;
+esac
+echo "end $1 $(date +%s.%N)" >> "$TEST_LOG"
+"#;
+
+struct Setup {
+    s: RedisServer,
+    d: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup::with(RedisServer::start())
+    }
+
+    fn with(s: RedisServer) -> Setup {
+        let d = workdir();
+        std::fs::write(path(&d, "job.sh"), JOB).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(path(&d, "job.sh"))
+            .status();
+        Setup { s, d }
+    }
+
+    fn log(&self) -> PathBuf {
+        path(&self.d, "runs.log")
+    }
+
+    fn set(&self, id: &str, schedule: &str) {
+        bike(&self.s, self.d.path())
+            .args(["set", id, schedule])
+            .ok();
+    }
+
+    fn worker(&self, args: &[&str]) -> Child {
+        bike(&self.s, self.d.path())
+            .env("TEST_LOG", self.log())
+            .args(["work"].iter().chain(args).chain(&["--", "./job.sh"]))
+            .spawn()
+    }
+
+    fn runs(&self) -> Vec<String> {
+        std::fs::read_to_string(self.log())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix("start "))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    }
+
+    fn wait_runs(&self, n: usize) -> bool {
+        wait_until(10.0, || self.runs().len() >= n)
+    }
+
+    fn status(&self, id: &str) -> String {
+        let v: Option<String> = self.s.con().hget("t-statuses", id).unwrap();
+        v.unwrap_or_default()
+    }
+
+    fn wait_status(&self, id: &str, event: &str) -> bool {
+        wait_until(10.0, || self.status(id).starts_with(event))
+    }
+
+    fn stop(&self, child: Child) -> String {
+        bike(&self.s, self.d.path()).args(["control", "HALT"]).ok();
+        let (code, err) = finish(child, 15.0);
+        assert_eq!(code, Some(0), "{err}");
+        err
+    }
+}
+
+fn score(s: &RedisServer, id: &str) -> Option<i64> {
+    let v: Option<f64> = s.con().zscore("t-timeline", id).unwrap();
+    v.map(|v| v as i64)
+}
+
+#[test]
+fn each_outcome_is_recorded() {
+    let t = Setup::new();
+    for (id, sched) in [
+        ("once:A", "NOW"),
+        ("rule:A", "FREQ=DAILY;BYHOUR=3"),
+        ("fail:A", "FREQ=DAILY"),
+        ("stop:A", "CONTINUE"),
+        ("unset:A", "CONTINUE"),
+        ("back:A", "CONTINUE"),
+    ] {
+        t.set(id, sched);
+    }
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(6));
+    assert!(t.wait_status("back:A", "TML"));
+    assert!(t.wait_status("once:A", "STP"));
+    assert!(t.wait_status("stop:A", "STP"));
+    let err = t.stop(w);
+    let mut con = t.s.con();
+    // NOW ran once and stopped.
+    let sched: String = con.hget("t-schedules", "once:A").unwrap();
+    assert_eq!(sched, "STOP");
+    // A rule goes back on the timeline at its next occurrence (03:00:00 UTC).
+    let next = score(&t.s, "rule:A").unwrap();
+    assert_eq!(next % 86400, 3 * 3600);
+    assert!(next > now());
+    // A failure is DIE and, by default, the job goes on per its schedule.
+    assert!(t.status("fail:A").starts_with("DIE:"));
+    assert!(score(&t.s, "fail:A").unwrap() > now());
+    let last: String = con.hget("t-failures", "fail:A").unwrap();
+    assert!(last.starts_with("DIE:"));
+    // Exit 100 stops it; exit 101 unsets it.
+    let sched: String = con.hget("t-schedules", "stop:A").unwrap();
+    assert_eq!(sched, "STOP");
+    let sched: Option<String> = con.hget("t-schedules", "unset:A").unwrap();
+    assert_eq!(sched, None);
+    assert_eq!(t.status("unset:A"), "");
+    // A backoff puts a CONTINUE job on the timeline instead of back in its queue.
+    let due = score(&t.s, "back:A").unwrap();
+    assert!((due - now() - 30).abs() <= 3, "due {due}");
+    // Output lines reach the log, prefixed with the job id.
+    assert!(err.contains("[once:A] output of once:A"), "{err}");
+    assert!(err.contains("exit code 3 (DIE)"), "{err}");
+}
+
+#[test]
+fn continue_jobs_run_again_and_hold_keeps_failures_out() {
+    let t = Setup::new();
+    t.set("loop:A", "CONTINUE");
+    t.set("fail:A", "CONTINUE");
+    let w = t.worker(&["A", "--on-failure", "hold"]);
+    assert!(wait_until(10.0, || t
+        .runs()
+        .iter()
+        .filter(|r| *r == "loop:A")
+        .count()
+        >= 5));
+    t.stop(w);
+    assert_eq!(t.runs().iter().filter(|r| *r == "fail:A").count(), 1);
+    assert!(t.status("fail:A").starts_with("DIE:"));
+    assert_eq!(score(&t.s, "fail:A"), None);
+    let queued: Vec<String> = t.s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert!(!queued.contains(&"fail:A".to_string()));
+}
+
+#[test]
+fn environment_and_arguments_reach_the_job_verbatim() {
+    let t = Setup::new();
+    let id = "x;touch pwned $(touch pwned2):A";
+    t.set(id, "NOW");
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(1));
+    t.stop(w);
+    let log = std::fs::read_to_string(t.log()).unwrap();
+    assert!(log.contains(&format!("start {id} ")), "{log}");
+    assert!(log.contains(&format!(" {id} A t STOP")), "{log}");
+    assert!(!path(&t.d, "pwned").exists() && !path(&t.d, "pwned2").exists());
+}
+
+#[test]
+fn queues_are_worked_by_weight() {
+    let t = Setup::new();
+    let mut rows = String::new();
+    for i in 0..4 {
+        rows.push_str(&format!("a{i}:A,NOW\nb{i}:B,NOW\n"));
+    }
+    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let w = t.worker(&["A:A:B"]);
+    assert!(t.wait_runs(8));
+    t.stop(w);
+    let order: String = t.runs().iter().map(|r| &r[..1]).collect();
+    assert_eq!(order, "aabaabbb");
+}
+
+#[test]
+fn concurrency_runs_jobs_at_once() {
+    let t = Setup::new();
+    for i in 0..3 {
+        t.set(&format!("sleep{i}:A"), "NOW");
+    }
+    let started = Instant::now();
+    let w = t.worker(&["A", "-j", "3"]);
+    assert!(wait_until(10.0, || t.status("sleep2:A").starts_with("STP")
+        && t.status("sleep0:A").starts_with("STP")
+        && t.status("sleep1:A").starts_with("STP")));
+    // Three one-second jobs in parallel take about one second, not three.
+    assert!(
+        started.elapsed() < Duration::from_millis(2800),
+        "{:?}",
+        started.elapsed()
+    );
+    t.stop(w);
+}
+
+#[test]
+fn timeout_stops_the_whole_process_group_once() {
+    let t = Setup::new();
+    t.set("hang:A", "CONTINUE");
+    let w = t.worker(&["A", "--timeout", "1", "--grace", "1"]);
+    assert!(t.wait_status("hang:A", "TMO"));
+    let grandchild: i32 = std::fs::read_to_string(format!("{}.grandchild", t.log().display()))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        wait_until(5.0, || unsafe { libc::kill(grandchild, 0) } != 0),
+        "grandchild survived"
+    );
+    // Back in circulation once: a failed CONTINUE job waits `failure-delay` (10 s).
+    let due = score(&t.s, "hang:A").unwrap();
+    assert!((due - now() - 10).abs() <= 2, "due {due}");
+    let queued: usize = t.s.con().llen("t-work-A").unwrap();
+    assert_eq!(queued, 0);
+    let err = t.stop(w);
+    assert!(err.contains("ran out of time"), "{err}");
+}
+
+#[test]
+fn lease_guard_lets_unset_and_set_win() {
+    let t = Setup::new();
+    t.set("sleep-unset:A", "NOW");
+    t.set("sleep-set:A", "CONTINUE");
+    let w = t.worker(&["A", "-j", "2"]);
+    assert!(t.wait_runs(2));
+    bike(&t.s, t.d.path()).args(["unset", "sleep-unset:A"]).ok();
+    t.set("sleep-set:A", "AT:4000000000");
+    std::thread::sleep(Duration::from_millis(1500));
+    t.stop(w);
+    let mut con = t.s.con();
+    let gone: Option<String> = con.hget("t-schedules", "sleep-unset:A").unwrap();
+    assert_eq!(gone, None);
+    assert!(!con.exists::<_, bool>("t-work-A-sleep-unset:A").unwrap());
+    // The set made while it ran wins over the CONTINUE it was claimed with.
+    assert_eq!(score(&t.s, "sleep-set:A"), Some(4_000_000_000));
+    let queued: usize = con.llen("t-work-A").unwrap();
+    assert_eq!(queued, 0);
+    assert_eq!(t.runs().len(), 2);
+}
+
+#[test]
+fn set_now_while_running_runs_once_more_after() {
+    let t = Setup::new();
+    t.set("sleep:A", "NOW");
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(1));
+    bike(&t.s, t.d.path())
+        .args(["set", "sleep:A", "NOW"])
+        .run()
+        .success()
+        .stdout_is("sleep:A: running now; it will run again when this run ends\n");
+    assert!(t.wait_runs(2));
+    assert!(t.wait_status("sleep:A", "STP"));
+    t.stop(w);
+    let sched: String = t.s.con().hget("t-schedules", "sleep:A").unwrap();
+    assert_eq!(sched, "STOP");
+    assert_eq!(t.runs().len(), 2);
+}
+
+#[test]
+fn sigterm_drains_running_jobs() {
+    let t = Setup::new();
+    t.set("sleep:A", "NOW");
+    t.set("later:A", "NOW");
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(1));
+    signal(&w, libc::SIGTERM);
+    let (code, err) = finish(w, 10.0);
+    assert_eq!(code, Some(0), "{err}");
+    // The running job finished and its outcome was written; nothing more was claimed.
+    assert!(t.status("sleep:A").starts_with("STP"), "{err}");
+    assert_eq!(t.runs(), ["sleep:A"]);
+    let queued: Vec<String> = t.s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(queued, ["later:A"]);
+}
+
+#[test]
+fn halt_past_grace_stops_jobs_like_a_timeout() {
+    let t = Setup::new();
+    t.set("hang:A", "NOW");
+    let w = t.worker(&["A", "--grace", "1"]);
+    assert!(t.wait_runs(1));
+    let started = Instant::now();
+    let err = t.stop(w);
+    assert!(started.elapsed() < Duration::from_secs(5), "{err}");
+    assert!(t.status("hang:A").starts_with("TMO"), "{err}");
+}
+
+#[test]
+fn second_signal_kills_jobs_and_exits_at_once() {
+    let t = Setup::new();
+    t.set("hang:A", "NOW");
+    let w = t.worker(&["A", "--grace", "20"]);
+    assert!(t.wait_runs(1));
+    let grandchild_file = format!("{}.grandchild", t.log().display());
+    assert!(wait_until(5.0, || Path::new(&grandchild_file).exists()));
+    signal(&w, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&w, libc::SIGTERM);
+    let (code, err) = finish(w, 5.0);
+    assert_eq!(code, Some(128 + libc::SIGTERM), "{err}");
+    let grandchild: i32 = std::fs::read_to_string(&grandchild_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_until(5.0, || unsafe { libc::kill(grandchild, 0) } != 0));
+}
+
+#[test]
+fn jobs_queued_without_a_wake_up_are_found() {
+    let t = Setup::new();
+    let w = t.worker(&["A"]);
+    std::thread::sleep(Duration::from_millis(500));
+    // What Python's enqueue writes: no pub/sub message.
+    let mut con = t.s.con();
+    let _: () = con.hset("t-schedules", "py:A", "STOP").unwrap();
+    let _: () = con.lpush("t-work-A", "py:A").unwrap();
+    let _: () = con.sadd("t-work-A-members", "py:A").unwrap();
+    assert!(wait_until(2.0, || t.runs() == ["py:A"]));
+    t.stop(w);
+}
+
+#[test]
+fn missing_queues_or_command_is_a_usage_error() {
+    let t = Setup::new();
+    bike(&t.s, t.d.path())
+        .args(["work", "--", "./job.sh"])
+        .run()
+        .fails(2, "no queues");
+    bike(&t.s, t.d.path())
+        .args(["work", "A"])
+        .run()
+        .fails(2, "no command");
+    bike(&t.s, t.d.path())
+        .args(["work", "A::B", "--", "x"])
+        .run()
+        .fails(2, "bad queue list");
+    bike(&t.s, t.d.path())
+        .args(["work", "A", "-j", "0", "--", "x"])
+        .run()
+        .fails(2, "concurrency");
+    std::fs::write(
+        path(&t.d, "w.conf"),
+        "[redbike]\nqueues = \"A\"\ncommand = [\"./job.sh\"]\n[redbike.timeouts]\nA = 0\n",
+    )
+    .unwrap();
+    bike(&t.s, t.d.path())
+        .args(["-c", "w.conf", "work"])
+        .run()
+        .fails(2, "timeouts");
+}
+
+#[test]
+fn config_file_supplies_queues_and_command() {
+    let t = Setup::new();
+    std::fs::write(
+        path(&t.d, "w.conf"),
+        "[redbike]\nqueues = \"A\"\ncommand = [\"./job.sh\"]\nconcurrency = 2\n",
+    )
+    .unwrap();
+    t.set("c:A", "NOW");
+    let w = bike(&t.s, t.d.path())
+        .env("TEST_LOG", t.log())
+        .args(["-c", "w.conf", "work"])
+        .spawn();
+    assert!(t.wait_runs(1));
+    t.stop(w);
+}
+
+#[test]
+fn a_command_that_cannot_start_is_a_failure() {
+    let t = Setup::new();
+    t.set("j:A", "NOW");
+    let w = bike(&t.s, t.d.path())
+        .args(["work", "A", "--", "./no-such-program"])
+        .spawn();
+    assert!(t.wait_status("j:A", "DIE"));
+    let err = t.stop(w);
+    assert!(err.contains("cannot start"), "{err}");
+}
+
+#[test]
+fn outcomes_finished_during_an_outage_are_written_after_it() {
+    let t = Setup::with(RedisServer::start_with(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]));
+    t.set("sleep:A", "NOW");
+    let mut w = t.worker(&["A"]);
+    assert!(t.wait_runs(1));
+    let mut s = t.s;
+    s.stop();
+    // The job ends while Redis is down.
+    std::thread::sleep(Duration::from_millis(1500));
+    s.restart();
+    let t = Setup { s, d: t.d };
+    assert!(t.wait_status("sleep:A", "STP"));
+    assert!(
+        w.try_wait().unwrap().is_none(),
+        "the worker must ride out the outage"
+    );
+    let err = t.stop(w);
+    assert!(err.contains("is back after"), "{err}");
+}
+
+#[test]
+fn in_process_worker_runs_closures() {
+    use redbike::{
+        config::{Config, Overrides},
+        shutdown::Shutdown,
+        worker::{self, FnWorker, Outcome, Settings},
+    };
+    use std::sync::{atomic::AtomicUsize, atomic::Ordering, Arc};
+    let t = Setup::new();
+    t.set("a:A", "CONTINUE");
+    t.set("b:B", "NOW");
+    let config = Config::load(&Overrides {
+        config: Some(path(&t.d, "none.conf")).filter(|p| p.exists()),
+        redis_url: Some(t.s.url()),
+        prefix: Some("t".into()),
+    })
+    .unwrap();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let w = FnWorker::new("A:B", move |job| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        if job.id == "a:A" && counter.load(Ordering::SeqCst) > 10 {
+            Outcome::Stop
+        } else {
+            Outcome::Success { backoff: None }
+        }
+    })
+    .unwrap();
+    let shutdown = Shutdown::new();
+    let handle = shutdown.clone();
+    let th = std::thread::spawn(move || {
+        worker::run(
+            &config,
+            Arc::new(w),
+            Settings::from_config(&config),
+            &handle,
+        )
+    });
+    assert!(t.wait_status("a:A", "STP"));
+    assert!(t.wait_status("b:B", "STP"));
+    shutdown.request();
+    th.join().unwrap().unwrap();
+    assert!(runs.load(Ordering::SeqCst) >= 12);
+}
