@@ -474,5 +474,5 @@ fn in_process_worker_runs_closures() {
     assert!(t.wait_status("b:B", "STP"));
     shutdown.request();
     th.join().unwrap().unwrap();
-    assert!(runs.load(Ordering::SeqCst) >= 12);
+    assert!(runs.load(Ordering::SeqCst) >= 11);
 }
