@@ -15,7 +15,7 @@ use crate::{
     csvio::{self, SortedCsv, SPILL_ROWS},
     dispatcher,
     error::{Error, ExitCode, Result},
-    jobid, loader, runner,
+    help, jobid, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     status::Status,
@@ -25,7 +25,13 @@ use crate::{
 
 /// A cron dispatcher for pools of distributed workers, built on Redis.
 #[derive(Debug, Parser)]
-#[command(name = "redbike", version, about, long_about = None)]
+#[command(
+    name = "redbike",
+    version,
+    about,
+    long_about = help::MAIN,
+    after_long_help = help::MAIN_AFTER
+)]
 pub struct Cli {
     /// Config file (TOML) [default: ./.redbike.conf when it exists]
     #[arg(
@@ -63,6 +69,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Store a job's schedule and place the job (timeline, queue or stopped)
+    #[command(after_long_help = help::SCHEDULES)]
     Set {
         /// The job id; the part after its last ':' names its queue
         jobid: String,
@@ -96,6 +103,7 @@ pub enum Command {
         signal: String,
     },
     /// Set many jobs from a CSV file of JOBID,SCHEDULE rows (all rows checked first)
+    #[command(after_long_help = help::SCHEDULES)]
     Load {
         /// The CSV file (RFC 4180; `-` for standard input)
         file: PathBuf,
@@ -104,6 +112,7 @@ pub enum Command {
         after: Option<String>,
     },
     /// Run the dispatcher: move due jobs from the timeline into their work queues
+    #[command(after_long_help = help::DISPATCH)]
     Dispatch {
         /// Set the jobs of this CSV file (JOBID,SCHEDULE rows) before dispatching begins
         #[arg(short, long, value_name = "FILE.csv")]
@@ -114,6 +123,7 @@ pub enum Command {
         after: Option<String>,
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
+    #[command(after_long_help = help::WORK)]
     Work {
         /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
         queues: Option<String>,
@@ -134,6 +144,7 @@ pub enum Command {
         command: Vec<String>,
     },
     /// Preview the next run times of a schedule (does not touch Redis)
+    #[command(after_long_help = help::SCHEDULES)]
     Next {
         /// The schedule
         schedule: String,

@@ -10,6 +10,7 @@ pub mod config;
 pub mod csvio;
 pub mod dispatcher;
 pub mod error;
+pub mod help;
 pub mod jobid;
 pub mod keys;
 pub mod link;

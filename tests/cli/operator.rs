@@ -446,3 +446,14 @@ fn help_and_version_exit_zero() {
     let out = bare(d.path()).args(["--version"]).ok();
     assert!(out.starts_with("redbike "));
 }
+
+#[test]
+fn example_config_parses() {
+    let d = workdir();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/redbike.conf.example");
+    bare(d.path())
+        .args(["-c", example, "next", "AT:100"])
+        .run()
+        .success()
+        .stdout_is("100 1970-01-01T00:01:40Z\n");
+}

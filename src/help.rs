@@ -1,0 +1,100 @@
+//! The long help texts of the command line; they also fill the man pages.
+
+/// `redbike --help`: what it is, files, environment, exit codes.
+pub const MAIN: &str = "\
+redbike keeps job schedules in Redis and runs them on pools of workers. It shares its \
+Redis layout with the Python redbike 0.13.1, so both can serve one prefix at once.
+
+Keys under PREFIX: PREFIX-schedules (hash), PREFIX-statuses (hash of EVENT:UNIXSECONDS), \
+PREFIX-timeline (sorted set by next run), PREFIX-work-Q (list per queue Q) with \
+PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-control, \
+PREFIX-failures. Status events: TML timeline, ENQ queued, WRK running, STP stopped, \
+DIE failed, TMO timed out, BAD unparsable schedule.";
+
+/// Files, environment and exit codes, after the options of `redbike --help`.
+pub const MAIN_AFTER: &str = "\
+Files: ./.redbike.conf is the TOML config read when no other is named (see \
+redbike.conf.example); .redbike.timefile is the dispatcher's clock (config key timefile).
+
+Environment: REDBIKE_CONFIG names the config file (like --config); REDBIKE_REDIS_URL \
+the Redis URL (like --redis-url; keeps passwords out of files); REDBIKE_PREFIX the key \
+prefix (like --prefix). When JOURNAL_STREAM is set (under systemd), log lines carry \
+journald priorities and no timestamp.
+
+Exit codes: 0 success; 1 any other failure; 2 usage error or bad input, nothing was \
+written to Redis; 69 Redis unreachable; 128+N a dispatcher or worker ended by a second \
+signal N.
+
+Examples:
+
+redbike set report:A 'FREQ=DAILY;BYHOUR=9'
+
+redbike next 'FREQ=WEEKLY;BYDAY=MO,FR;BYHOUR=7' -n 3
+
+redbike dispatch
+
+redbike work A -j 4 -- /usr/local/bin/run-job
+
+redbike schedules > backup.csv && redbike load backup.csv
+
+redbike control HALT";
+
+/// Schedule syntax and semantics, for `set`, `load` and `next`.
+pub const SCHEDULES: &str = "\
+Schedules: NOW runs once, at once (stored as STOP). AT:TS runs once at TS, unix \
+seconds or ISO 8601, UTC unless it says otherwise (stored as STOP). CONTINUE runs again \
+as soon as each run ends, or after the backoff the job asks for. STOP does not run, and \
+takes the job off the timeline and out of its queue. Anything else is an iCal RRULE: \
+FREQ=..., RRULE:FREQ=..., or DTSTART[;TZID=zone]:... and RRULE:... on two lines; case \
+and surrounding space do not matter.
+
+The next run is the first occurrence strictly after the reference instant: --after, \
+else the time in the timefile when it exists, else now. A rule with no occurrence left \
+stops the job (status STP).
+
+Without DTSTART a rule is anchored at the start of the calendar period containing the \
+reference instant, in the configured timezone: the hour for SECONDLY and MINUTELY, the \
+day for HOURLY and DAILY, the ISO week (Monday) for WEEKLY, the month for MONTHLY, the \
+year for YEARLY. So FREQ=DAILY;BYHOUR=9 fires at 09:00:00 and FREQ=MINUTELY;INTERVAL=5 \
+at :00, :05, ... This deliberately differs from Python redbike 0.13.1, which takes \
+\"now\" as DTSTART and so inherits its seconds and drifts by each job's run time.
+
+Time zones follow RFC 5545: a local time that does not exist (spring forward) moves \
+forward by the length of the gap; an ambiguous one (fall back) takes its first \
+occurrence. A daily 02:30 rule in Europe/Berlin fires once on each day around both \
+transitions.";
+
+/// The worker's job contract, for `work`.
+pub const WORK: &str = "\
+Each job runs COMMAND ARGS... JOBID, never through a shell, with stdin from /dev/null, \
+in its own process group, and with the environment plus REDBIKE_JOBID, REDBIKE_QUEUE, \
+REDBIKE_PREFIX, REDBIKE_SCHEDULE and REDBIKE_BACKOFF_FILE. Its output lines go to the \
+log prefixed with [JOBID].
+
+Exit code 0 is success: the job is rescheduled from its current schedule; whole \
+seconds N written to $REDBIKE_BACKOFF_FILE put a CONTINUE job on the timeline at now + \
+N. Exit code 100 is stop: the schedule becomes STOP (status STP). Exit code 101 is \
+unset: the job is removed. Any other exit, death by signal, or a command that cannot \
+start is a failure, status DIE: with --on-failure reschedule (the default) DIE stays \
+visible and the job goes back per its schedule (a CONTINUE job after failure-delay \
+seconds); with hold it stays out of circulation, as in Python redbike 0.13.1.
+
+A job running past its timeout gets SIGTERM on its process group, SIGKILL after the \
+grace period, status TMO, and goes back into circulation per its schedule, once.
+
+QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \
+The queue of a job is the part of its id after the last ':'.
+
+control HALT and SIGTERM, SIGINT, SIGHUP, SIGQUIT stop claiming, let running jobs \
+finish for up to the grace period, then stop them as on timeout, record every outcome \
+and exit 0. A second signal kills the jobs and exits at once.";
+
+/// The dispatcher's behaviour, for `dispatch`.
+pub const DISPATCH: &str = "\
+A pass runs at the start of every second and at once when set or load publish a due \
+job; it moves every job due by then into its queue, in atomic batches, so several \
+dispatchers may share a prefix (run two for high availability, each with its own \
+timefile). The timefile holds the time of the last completed pass; the first pass uses \
+--after, else the timefile, else now. control HALT stops it within a second; a stop \
+signal after the current pass; a second signal at once. Redis outages are ridden out \
+with capped backoff.";
