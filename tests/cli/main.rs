@@ -2,5 +2,6 @@
 
 mod dispatch;
 mod harness;
+mod interop;
 mod operator;
 mod work;

@@ -1,0 +1,174 @@
+//! Sharing one Redis and prefix with the Python redbike 0.13.1, in both directions.
+//!
+//! Needs a Python with redbike 0.13.1 and redis-py 2.10.6 in `$REDBIKE_PYTHON`
+//! (`.ci/run` makes one); without it these tests say so and pass.
+
+use std::{path::PathBuf, process::Command, time::Duration};
+
+use redis::Commands;
+
+use crate::{
+    dispatch::{finish, signal},
+    harness::*,
+};
+
+fn python() -> Option<PathBuf> {
+    let p = PathBuf::from(std::env::var_os("REDBIKE_PYTHON")?);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("REDBIKE_PYTHON={} does not exist", p.display());
+        None
+    }
+}
+
+/// Runs `py_side.py COMMAND ARGS` (at most 30 s) and returns its stdout.
+fn py(python: &PathBuf, s: &RedisServer, d: &tempfile::TempDir, args: &[&str]) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/py_side.py");
+    let out = Command::new("timeout")
+        .arg("30")
+        .arg(python)
+        .arg(script)
+        .arg(s.port.to_string())
+        .arg("t")
+        .arg(path(d, "py.timefile"))
+        .args(args)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "python {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+macro_rules! need_python {
+    () => {
+        match python() {
+            Some(p) => p,
+            None => {
+                eprintln!(
+                    "skipped: set REDBIKE_PYTHON to a python with redbike 0.13.1 (see .ci/run)"
+                );
+                return;
+            }
+        }
+    };
+}
+
+fn status(s: &RedisServer, id: &str) -> String {
+    let v: Option<String> = s.con().hget("t-statuses", id).unwrap();
+    v.unwrap_or_default()
+}
+
+#[test]
+fn python_writes_rust_reads_and_runs() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    py(&p, &s, &d, &["set", "once:A", "NOW"]);
+    py(&p, &s, &d, &["set", "loop:A", "CONTINUE"]);
+    py(&p, &s, &d, &["set", "daily:B", "FREQ=DAILY;BYHOUR=9"]);
+    py(&p, &s, &d, &["set", "past:A", "AT:100"]);
+    // Our read-only commands understand what Python wrote.
+    let tell: serde_json::Value =
+        serde_json::from_str(&bike(&s, d.path()).args(["tell", "daily:B"]).ok()).unwrap();
+    assert_eq!(tell["schedule"], "FREQ=DAILY;BYHOUR=9");
+    assert!(tell["next_run"].as_i64().unwrap() > now());
+    let schedules = bike(&s, d.path()).args(["schedules"]).ok();
+    assert_eq!(
+        schedules,
+        "daily:B,FREQ=DAILY;BYHOUR=9\r\nloop:A,CONTINUE\r\nonce:A,STOP\r\npast:A,STOP\r\n"
+    );
+    let statuses = bike(&s, d.path()).args(["statuses"]).ok();
+    assert_eq!(statuses.lines().count(), 4, "{statuses}");
+    // Our dispatcher moves Python's timeline entry; our worker runs Python's queue.
+    std::fs::write(path(&d, "job.sh"), "#!/bin/sh\necho \"$1\" >> runs.log\n").unwrap();
+    let _ = Command::new("chmod")
+        .arg("+x")
+        .arg(path(&d, "job.sh"))
+        .status();
+    let disp = bike(&s, d.path()).args(["dispatch"]).spawn();
+    let work = bike(&s, d.path())
+        .args(["work", "A", "--", "./job.sh"])
+        .spawn();
+    let runs = || std::fs::read_to_string(path(&d, "runs.log")).unwrap_or_default();
+    assert!(wait_until(10.0, || {
+        let r = runs();
+        r.contains("once:A") && r.contains("past:A") && r.matches("loop:A").count() >= 3
+    }));
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    assert_eq!(finish(work, 10.0).0, Some(0));
+    assert_eq!(finish(disp, 10.0).0, Some(0));
+    assert!(status(&s, "once:A").starts_with("STP:"));
+    assert!(status(&s, "past:A").starts_with("STP:"));
+}
+
+#[test]
+fn rust_writes_python_reads_and_runs() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    for (id, sched) in [
+        ("once:A", "NOW"),
+        ("loop:A", "CONTINUE"),
+        ("stop1:A", "CONTINUE"),
+        ("back:A", "CONTINUE"),
+        ("past:A", "AT:100"),
+        ("rule:B", "FREQ=HOURLY"),
+    ] {
+        bike(&s, d.path()).args(["set", id, sched]).ok();
+    }
+    // Python's read-only view.
+    let tell: serde_json::Value =
+        serde_json::from_str(&py(&p, &s, &d, &["tell", "rule:B"])).unwrap();
+    assert_eq!(tell["schedule"], "FREQ=HOURLY");
+    assert_eq!(tell["next_run"].as_f64().unwrap() as i64 % 3600, 0);
+    assert_eq!(tell["working"], false);
+    let statuses = py(&p, &s, &d, &["statuses"]);
+    assert_eq!(statuses.lines().count(), 6, "{statuses}");
+    // Python's dispatcher moves our timeline entry; Python's worker runs our queue.
+    py(&p, &s, &d, &["dispatch_once"]);
+    let worked = py(&p, &s, &d, &["work", "A", "6"]);
+    for id in ["once:A", "past:A", "stop1:A", "back:A", "loop:A"] {
+        assert!(worked.contains(id), "{id} not worked: {worked}");
+    }
+    assert!(status(&s, "once:A").starts_with("STP:"));
+    let sched: String = s.con().hget("t-schedules", "stop1:A").unwrap();
+    assert_eq!(sched, "STOP");
+    let back: Option<f64> = s.con().zscore("t-timeline", "back:A").unwrap();
+    assert!((back.unwrap() as i64 - now() - 30).abs() <= 3);
+    // And our tools read what Python's worker left behind.
+    let tell: serde_json::Value =
+        serde_json::from_str(&bike(&s, d.path()).args(["tell", "back:A"]).ok()).unwrap();
+    assert_eq!(tell["schedule"], "CONTINUE");
+    assert_eq!(tell["working"], false);
+}
+
+#[test]
+fn rust_dispatcher_waits_for_a_python_lease() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "slow:A", "AT:100"]).ok();
+    // A Python worker holds the lease (as its claim script sets it).
+    let _: () = s
+        .con()
+        .set_ex("t-work-A-slow:A", "0123456789abcdef0123456789abcd", 2)
+        .unwrap();
+    let disp = bike(&s, d.path()).args(["dispatch"]).spawn();
+    std::thread::sleep(Duration::from_millis(1200));
+    let queued: usize = s.con().llen("t-work-A").unwrap();
+    assert_eq!(queued, 0, "not queued while leased");
+    // When the lease is gone the job is queued, and Python's worker can take it.
+    assert!(wait_until(5.0, || s
+        .con()
+        .llen::<_, usize>("t-work-A")
+        .unwrap()
+        == 1));
+    signal(&disp, libc::SIGTERM);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+    let worked = py(&p, &s, &d, &["work", "A", "1"]);
+    assert_eq!(worked.trim(), "slow:A");
+}
