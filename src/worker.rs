@@ -606,7 +606,8 @@ impl Loop {
         let now = Instant::now();
         let up = self.link.wait().is_none();
         let can_claim = !self.stopping && !self.free.is_empty() && self.may_have_work;
-        if up && self.started && (can_claim || !self.pending.is_empty()) {
+        let finished = self.stopping && self.running.is_empty() && self.pending.is_empty();
+        if finished || (up && self.started && (can_claim || !self.pending.is_empty())) {
             return Duration::ZERO;
         }
         let mut wait = match self.last_poll {
