@@ -1,41 +1,717 @@
-//! Temporary stand-in until the real rule engine lands.
+//! Recurrence rules (RFC 5545 RRULE, with an optional DTSTART).
+//!
+//! [`Rule::parse`] reads rule text as the Python original accepted it through
+//! python-dateutil's `rrulestr`; [`Rule::next_after`] finds the next
+//! occurrence after a unix time.
+//!
+//! The expansion is our own (module `engine`), a port of dateutil's
+//! algorithm, and does not use the `rrule` crate: rrule 0.14 silently skips
+//! or mis-times occurrences in several cases (MINUTELY/SECONDLY intervals
+//! that do not divide 60 combined with BYHOUR/BYMINUTE, numbered BYDAY under
+//! DAILY/WEEKLY, DTSTART inside a DST gap, UNTIL without `Z`, its 100 000
+//! iteration cap, occurrences at local times that do not exist at midnight
+//! transitions). Here every case either yields the right time or an error.
+//!
+//! # Semantics
+//!
+//! * Occurrences are computed in the wall-clock time of the rule's zone: the
+//!   DTSTART's `TZID`, UTC for a DTSTART ending in `Z`, and the caller's zone
+//!   for a floating DTSTART or no DTSTART.
+//! * A local time that does not exist (spring-forward gap) moves forward by
+//!   the length of the gap; an ambiguous local time (fall back) means its
+//!   first occurrence. Two local times that land on the same instant are one
+//!   occurrence. This is Python's `zoneinfo` with `fold=0`.
+//! * Without DTSTART the rule is anchored at the start of the calendar
+//!   period holding the reference time (start of the hour for SECONDLY and
+//!   MINUTELY, of the day for HOURLY and DAILY, Monday of the ISO week for
+//!   WEEKLY, the 1st of the month for MONTHLY, January 1st for YEARLY), and
+//!   that anchor acts as DTSTART.
+//! * COUNT counts occurrences from DTSTART (or the anchor) the way dateutil
+//!   does: a DTSTART that does not itself match the rule is not an
+//!   occurrence and is not counted (RFC 5545 would count it).
+//! * UNTIL ending in `Z` is an instant; UNTIL without `Z` (or a date) is a
+//!   wall-clock time in the rule's zone; a date means 00:00:00 of that day,
+//!   as in dateutil. The bound is inclusive.
+//! * Nothing is computed past 9999-12-31T23:59:59.
+
+mod engine;
+
+use std::ops::ControlFlow;
+
+use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
-/// A recurrence rule.
+use engine::{days_from_civil, days_in_month, Freq, Plan, ScanEnd, Spec, DAY, MAX_LOCAL};
+
+/// Why a rule could not be parsed or evaluated. Every message is one
+/// lower-case line that names the problem and says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// The text is not a DTSTART / RRULE combination we understand.
+    #[error("{0}")]
+    Syntax(String),
+    /// One `NAME=value` part of the RRULE is invalid.
+    #[error("invalid rrule part \"{part}\": {reason}")]
+    InvalidPart {
+        /// The offending part as written, e.g. `FREQ=DAYLY`.
+        part: String,
+        /// What is wrong with it and what is allowed.
+        reason: String,
+    },
+    /// A TZID that is not an IANA time zone name.
+    #[error("unknown time zone \"{0}\": use an IANA zone name such as Europe/Berlin or America/New_York")]
+    UnknownZone(String),
+    /// Rule parts that are valid alone but not together (RFC 5545).
+    #[error("{0}")]
+    Conflict(String),
+    /// A date or time outside the supported range.
+    #[error("{0}")]
+    OutOfRange(String),
+    /// The rule provably has no occurrence at all.
+    #[error("rule can never fire: {0}")]
+    NeverFires(String),
+    /// The next occurrence could not be determined within the work limit.
+    #[error("rule could not be evaluated: {0}")]
+    Unevaluable(String),
+}
+
+/// The DTSTART of a rule, as local seconds in its zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// DTSTART ending in `Z`: the rule runs in UTC.
+    Utc(i64),
+    /// DTSTART with a TZID.
+    Zoned(Tz, i64),
+    /// DTSTART without zone: runs in the caller's zone.
+    Floating(i64),
+}
+
+/// The UNTIL bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// An instant (unix seconds): UNTIL ending in `Z`.
+    Instant(i64),
+    /// A wall-clock time (local seconds) in the rule's zone.
+    Local(i64),
+}
+
+/// A parsed recurrence rule. Cheap to clone; evaluation needs no mutable
+/// state, so a `Rule` can be shared between threads.
 #[derive(Debug, Clone)]
 pub struct Rule {
-    text: String,
+    spec: Spec,
+    count: Option<u32>,
+    until: Option<Until>,
+    start: Option<Start>,
 }
 
-/// A rule problem.
-#[derive(Debug, thiserror::Error)]
-pub enum RuleError {
-    /// Malformed.
-    #[error("{0}")]
-    Invalid(String),
-}
+/// Earliest unix time accepted as `after` (1900-01-01T00:00:00Z).
+const MIN_AFTER: i64 = -2_208_988_800;
 
 impl Rule {
-    /// Parses.
+    /// Parses rule text. Accepted forms (case-insensitive, surrounding
+    /// whitespace ignored):
+    ///
+    /// * `FREQ=DAILY;BYHOUR=9` (bare rule)
+    /// * `RRULE:FREQ=DAILY;BYHOUR=9`
+    /// * `DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY` (UTC)
+    /// * `DTSTART:20240101T090000\nRRULE:FREQ=DAILY` (floating: evaluated
+    ///   in the zone given to [`Rule::next_after`])
+    /// * `DTSTART;TZID=Europe/Berlin:20240101T090000\nRRULE:FREQ=DAILY`
+    ///
+    /// Lines may be separated by `\n`, `\r\n` or spaces. A DTSTART may also
+    /// be a date (`DTSTART;VALUE=DATE:20240101`), meaning 00:00:00.
     pub fn parse(text: &str) -> Result<Rule, RuleError> {
-        if !text.to_ascii_uppercase().contains("FREQ=") {
-            return Err(RuleError::Invalid("missing FREQ".into()));
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(RuleError::Syntax(
+                "empty rule: write a rule such as \"FREQ=DAILY;BYHOUR=9\"".into(),
+            ));
         }
-        Ok(Rule {
-            text: text.to_string(),
-        })
-    }
-    /// Next.
-    pub fn next_after(&self, after: i64, _tz: Tz) -> Result<Option<i64>, RuleError> {
-        let step = if self.text.to_ascii_uppercase().contains("SECONDLY") {
-            1
-        } else {
-            60
+        let mut start: Option<Start> = None;
+        let mut rule_text: Option<&str> = None;
+        for token in text.split_whitespace() {
+            let upper = token.to_ascii_uppercase();
+            if upper.starts_with("DTSTART:") || upper.starts_with("DTSTART;") {
+                if start.is_some() {
+                    return Err(RuleError::Syntax(
+                        "more than one DTSTART: give at most one DTSTART line".into(),
+                    ));
+                }
+                start = Some(parse_dtstart(token)?);
+                continue;
+            }
+            let body = if upper.starts_with("RRULE:") {
+                &token[6..]
+            } else if upper.starts_with("RRULE;") {
+                return Err(RuleError::Syntax(format!(
+                    "unsupported RRULE parameters in \"{token}\": write RRULE:FREQ=..."
+                )));
+            } else if token.contains('=') && !token.contains(':') {
+                token
+            } else {
+                let name = token.split([':', ';']).next().unwrap_or(token);
+                return Err(RuleError::Syntax(format!(
+                    "unsupported line \"{name}\": only DTSTART and RRULE (or a bare FREQ=... rule) are supported"
+                )));
+            };
+            if rule_text.is_some() {
+                return Err(RuleError::Syntax(
+                    "more than one RRULE (or a space inside the rule): give exactly one rule \
+                     with its parts separated by \";\" and no spaces"
+                        .into(),
+                ));
+            }
+            rule_text = Some(body);
+        }
+        let Some(body) = rule_text else {
+            return Err(RuleError::Syntax(
+                "missing RRULE: add a rule such as \"RRULE:FREQ=DAILY\"".into(),
+            ));
         };
-        Ok(Some(after - after.rem_euclid(step) + step))
+        parse_rrule(body, start)
     }
-    /// Zone.
+
+    /// The zone named by the rule's own DTSTART, if any: the TZID, or UTC
+    /// for a DTSTART ending in `Z`. `None` for floating rules and rules
+    /// without DTSTART (they run in the zone given to `next_after`).
     pub fn zone(&self) -> Option<Tz> {
-        None
+        match self.start {
+            Some(Start::Utc(_)) => Some(Tz::UTC),
+            Some(Start::Zoned(tz, _)) => Some(tz),
+            _ => None,
+        }
+    }
+
+    /// The first occurrence strictly after `after` (unix seconds), as unix
+    /// seconds. `tz` is the zone used when the rule has no DTSTART or a
+    /// floating DTSTART. `Ok(None)` means the rule has no occurrence left
+    /// (COUNT or UNTIL used up, or none before the year 10000).
+    pub fn next_after(&self, after: i64, tz: Tz) -> Result<Option<i64>, RuleError> {
+        let zone = self.zone().unwrap_or(tz);
+        if after >= MAX_LOCAL {
+            return Ok(None);
+        }
+        if after < MIN_AFTER {
+            return Err(RuleError::OutOfRange(format!(
+                "reference time {after} is before 1900: pass a unix time in seconds"
+            )));
+        }
+        let off_now = offset_at(zone, after);
+        let start = match self.start {
+            Some(Start::Utc(l) | Start::Zoned(_, l) | Start::Floating(l)) => l,
+            None => anchor(self.spec.freq, after + off_now),
+        };
+        // Every occurrence whose instant is after `after` has a local time
+        // >= lo: existing local times map monotonically to instants, and a
+        // nonexistent one (in a gap) maps to `local - offset before the gap`;
+        // the offset a day earlier covers a gap that just happened.
+        let lo = after + off_now.min(offset_at(zone, after - DAY)) + 1;
+        let plan = Plan::new(&self.spec, start);
+        let upto = match self.until {
+            Some(Until::Local(u)) => u,
+            // Offsets stay within +-26 hours.
+            Some(Until::Instant(u)) => u.saturating_add(26 * 3600),
+            None => MAX_LOCAL,
+        };
+        let counting = self.count.is_some();
+        let limit = self.count.unwrap_or(0);
+        let mut seen: u32 = 0;
+        // Best instant so far from a nonexistent local time, and the local
+        // time (after the gap) from which no earlier instant can follow.
+        let mut best: Option<(i64, i64)> = None;
+        let mut found: Option<i64> = None;
+        let mut failure: Option<RuleError> = None;
+        let scan_from = if counting { start } else { lo };
+        let res = plan.scan(scan_from, upto, |l| {
+            if let Some((_, stop)) = best {
+                if l >= stop {
+                    return ControlFlow::Break(());
+                }
+            }
+            if counting {
+                seen += 1;
+                if seen > limit {
+                    return ControlFlow::Break(());
+                }
+            }
+            if l < lo {
+                return ControlFlow::Continue(());
+            }
+            if let Some(Until::Local(u)) = self.until {
+                if l > u {
+                    return ControlFlow::Break(());
+                }
+            }
+            let (inst, gap) = match to_instant(zone, l) {
+                Ok(v) => v,
+                Err(e) => {
+                    failure = Some(e);
+                    return ControlFlow::Break(());
+                }
+            };
+            if let Some(Until::Instant(u)) = self.until {
+                if inst > u {
+                    // Later existing local times only map to later instants;
+                    // a nonexistent one may be followed by an earlier instant.
+                    return if gap {
+                        ControlFlow::Continue(())
+                    } else {
+                        ControlFlow::Break(())
+                    };
+                }
+            }
+            if inst > after {
+                if !gap {
+                    found = Some(inst);
+                    return ControlFlow::Break(());
+                }
+                let better = match best {
+                    Some((b, _)) => inst < b,
+                    None => true,
+                };
+                if better {
+                    best = Some((inst, inst + offset_at(zone, inst)));
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let gap_best = best.map(|(b, _)| b);
+        match res {
+            Ok(ScanEnd::Stopped | ScanEnd::Exhausted) => Ok(found.or(gap_best)),
+            // The cycle proof shows nothing follows: what we have is final.
+            Err(RuleError::NeverFires(_)) if found.or(gap_best).is_some() => Ok(found.or(gap_best)),
+            Err(RuleError::NeverFires(_)) if counting && seen > 0 => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
+
+/// UTC offset (seconds) of `zone` at unix time `t`.
+fn offset_at(zone: Tz, t: i64) -> i64 {
+    if zone == Tz::UTC {
+        return 0;
+    }
+    let t = t.clamp(MIN_AFTER - DAY, MAX_LOCAL);
+    let naive = naive(t);
+    i64::from(
+        zone.offset_from_utc_datetime(&naive)
+            .fix()
+            .local_minus_utc(),
+    )
+}
+
+fn naive(t: i64) -> NaiveDateTime {
+    DateTime::from_timestamp(t, 0)
+        .expect("local seconds are kept within years 1..=9999")
+        .naive_utc()
+}
+
+/// Maps local seconds in `zone` to unix seconds: an ambiguous time takes its
+/// first occurrence, a nonexistent time moves forward by the gap (it keeps
+/// the offset in force before the gap). The flag tells whether the local
+/// time did not exist.
+fn to_instant(zone: Tz, l: i64) -> Result<(i64, bool), RuleError> {
+    if zone == Tz::UTC {
+        return Ok((l, false));
+    }
+    match zone.from_local_datetime(&naive(l)) {
+        chrono::LocalResult::Single(dt) => Ok((dt.timestamp(), false)),
+        chrono::LocalResult::Ambiguous(a, b) => Ok((a.timestamp().min(b.timestamp()), false)),
+        chrono::LocalResult::None => {
+            // Step back to the last existing local time before the gap; its
+            // offset is the one in force before the transition.
+            let mut p = l;
+            for _ in 0..200 {
+                p -= 900;
+                match zone.from_local_datetime(&naive(p)) {
+                    chrono::LocalResult::Single(dt) => {
+                        let off = i64::from(dt.offset().fix().local_minus_utc());
+                        return Ok((l - off, true));
+                    }
+                    chrono::LocalResult::Ambiguous(a, b) => {
+                        let first = if a.timestamp() <= b.timestamp() { a } else { b };
+                        let off = i64::from(first.offset().fix().local_minus_utc());
+                        return Ok((l - off, true));
+                    }
+                    chrono::LocalResult::None => {}
+                }
+            }
+            Err(RuleError::Unevaluable(format!(
+                "local time {} does not exist in {} and no time before it was found",
+                naive(l),
+                zone.name()
+            )))
+        }
+    }
+}
+
+/// Start of the calendar period of `freq` that holds local time `local`.
+fn anchor(freq: Freq, local: i64) -> i64 {
+    let day = local.div_euclid(DAY);
+    let (y, m, _) = engine::civil_from_days(day);
+    match freq {
+        Freq::Secondly | Freq::Minutely => local - local.rem_euclid(3600),
+        Freq::Hourly | Freq::Daily => day * DAY,
+        Freq::Weekly => (day - i64::from(engine::weekday(day))) * DAY,
+        Freq::Monthly => days_from_civil(y, m, 1) * DAY,
+        Freq::Yearly => days_from_civil(y, 1, 1) * DAY,
+    }
+}
+
+/// A parsed date or date-time value.
+struct DateValue {
+    local: i64,
+    utc: bool,
+    date_only: bool,
+}
+
+/// Parses `YYYYMMDD` or `YYYYMMDDTHHMMSS[Z]`, years 1970..=9999.
+fn parse_date_value(what: &str, v: &str) -> Result<DateValue, RuleError> {
+    let bad = || {
+        RuleError::Syntax(format!(
+            "invalid {what} \"{v}\": write YYYYMMDDTHHMMSS, YYYYMMDDTHHMMSSZ or YYYYMMDD"
+        ))
+    };
+    let b = v.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Result<u32, RuleError> {
+        let s = b.get(r).ok_or_else(bad)?;
+        if s.iter().all(u8::is_ascii_digit) {
+            Ok(s.iter().fold(0, |a, &c| a * 10 + u32::from(c - b'0')))
+        } else {
+            Err(bad())
+        }
+    };
+    let (date_only, utc) = match b.len() {
+        8 => (true, false),
+        15 => (false, false),
+        16 if b[15].eq_ignore_ascii_case(&b'Z') => (false, true),
+        _ => return Err(bad()),
+    };
+    let (y, mo, d) = (digits(0..4)?, digits(4..6)?, digits(6..8)?);
+    let (h, mi, s) = if date_only {
+        (0, 0, 0)
+    } else {
+        if !b[8].eq_ignore_ascii_case(&b'T') {
+            return Err(bad());
+        }
+        (digits(9..11)?, digits(11..13)?, digits(13..15)?)
+    };
+    if !(1970..=9999).contains(&y) {
+        return Err(RuleError::OutOfRange(format!(
+            "{what} \"{v}\" is outside the years 1970..=9999: use a date in that range"
+        )));
+    }
+    if !(1..=12).contains(&mo)
+        || d == 0
+        || d > days_in_month(i64::from(y), mo)
+        || h > 23
+        || mi > 59
+        || s > 59
+    {
+        return Err(RuleError::Syntax(format!(
+            "invalid {what} \"{v}\": no such date or time of day"
+        )));
+    }
+    let local = days_from_civil(i64::from(y), mo, d) * DAY
+        + i64::from(h) * 3600
+        + i64::from(mi) * 60
+        + i64::from(s);
+    Ok(DateValue {
+        local,
+        utc,
+        date_only,
+    })
+}
+
+/// Looks a zone name up, ignoring case.
+fn find_zone(name: &str) -> Result<Tz, RuleError> {
+    if let Ok(tz) = name.parse::<Tz>() {
+        return Ok(tz);
+    }
+    chrono_tz::TZ_VARIANTS
+        .iter()
+        .copied()
+        .find(|tz| tz.name().eq_ignore_ascii_case(name))
+        .ok_or_else(|| RuleError::UnknownZone(name.to_string()))
+}
+
+fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
+    let rest = &token[7..];
+    let Some((params, value)) = rest.split_once(':') else {
+        return Err(RuleError::Syntax(format!(
+            "invalid DTSTART \"{token}\": write DTSTART:20240101T090000 or DTSTART;TZID=Europe/Berlin:20240101T090000"
+        )));
+    };
+    let mut zone: Option<Tz> = None;
+    let mut want_date: Option<bool> = None;
+    for param in params.split(';').filter(|p| !p.is_empty()) {
+        let (k, v) = param.split_once('=').unwrap_or((param, ""));
+        if k.eq_ignore_ascii_case("TZID") {
+            if zone.is_some() {
+                return Err(RuleError::Syntax(
+                    "DTSTART has TZID twice: give it once".into(),
+                ));
+            }
+            zone = Some(find_zone(v.trim_matches('"'))?);
+        } else if k.eq_ignore_ascii_case("VALUE") {
+            want_date = Some(if v.eq_ignore_ascii_case("DATE") {
+                true
+            } else if v.eq_ignore_ascii_case("DATE-TIME") {
+                false
+            } else {
+                return Err(RuleError::Syntax(format!(
+                    "invalid DTSTART parameter \"{param}\": VALUE must be DATE or DATE-TIME"
+                )));
+            });
+        } else {
+            return Err(RuleError::Syntax(format!(
+                "unsupported DTSTART parameter \"{param}\": only TZID and VALUE are supported"
+            )));
+        }
+    }
+    let dv = parse_date_value("DTSTART", value)?;
+    if let Some(want) = want_date {
+        if want != dv.date_only {
+            return Err(RuleError::Syntax(format!(
+                "DTSTART value \"{value}\" does not match its VALUE parameter: use YYYYMMDD for DATE, YYYYMMDDTHHMMSS for DATE-TIME"
+            )));
+        }
+    }
+    Ok(match (zone, dv.utc) {
+        (Some(_), true) => {
+            return Err(RuleError::Syntax(format!(
+                "DTSTART \"{token}\" has both a TZID and a trailing Z: use one of them"
+            )))
+        }
+        (Some(tz), false) => Start::Zoned(tz, dv.local),
+        (None, true) => Start::Utc(dv.local),
+        (None, false) => Start::Floating(dv.local),
+    })
+}
+
+const FREQS: &str = "SECONDLY, MINUTELY, HOURLY, DAILY, WEEKLY, MONTHLY, YEARLY";
+const WEEKDAYS: [&str; 7] = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"];
+
+fn parse_weekday(s: &str) -> Option<u8> {
+    WEEKDAYS
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case(s))
+        .map(|p| p as u8)
+}
+
+fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
+    let mut freq: Option<Freq> = None;
+    let mut interval: i64 = 1;
+    let mut count: Option<u32> = None;
+    let mut until: Option<(DateValue, String)> = None;
+    let mut spec = Spec {
+        freq: Freq::Daily,
+        interval: 1,
+        bysecond: Vec::new(),
+        byminute: Vec::new(),
+        byhour: Vec::new(),
+        byday: Vec::new(),
+        bynday: Vec::new(),
+        bymonthday: Vec::new(),
+        byyearday: Vec::new(),
+        byweekno: Vec::new(),
+        bymonth: Vec::new(),
+        bysetpos: Vec::new(),
+        wkst: 0,
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for part in body.split(';').filter(|p| !p.is_empty()) {
+        let err = |reason: String| RuleError::InvalidPart {
+            part: part.to_string(),
+            reason,
+        };
+        let Some((name, value)) = part.split_once('=') else {
+            return Err(err("expected NAME=VALUE, e.g. FREQ=DAILY".into()));
+        };
+        let name = name.to_ascii_uppercase();
+        if seen.contains(&name) {
+            return Err(err(format!(
+                "{name} is given more than once: give each part once"
+            )));
+        }
+        seen.push(name.clone());
+        if value.is_empty() {
+            return Err(err(format!("{name} has no value")));
+        }
+        // A comma-separated list of whole numbers within `lo..=hi`, 0 excluded
+        // when `nonzero`.
+        let ints = |lo: i64, hi: i64, nonzero: bool| -> Result<Vec<i64>, RuleError> {
+            let range = if nonzero {
+                format!("{lo}..=-1 or 1..={hi}")
+            } else {
+                format!("{lo}..={hi}")
+            };
+            let mut out = Vec::new();
+            for item in value.split(',') {
+                let n: i64 = item.parse().map_err(|_| {
+                    err(format!(
+                        "{name} values must be whole numbers in {range}, got \"{item}\""
+                    ))
+                })?;
+                if n < lo || n > hi || (nonzero && n == 0) {
+                    return Err(err(format!("{name} values must be in {range}, got {n}")));
+                }
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+            out.sort_unstable();
+            Ok(out)
+        };
+        let positive = || -> Result<i64, RuleError> {
+            match value.parse::<i64>() {
+                Ok(n) if n > 0 && n <= i64::from(u32::MAX) && !value.starts_with('+') => Ok(n),
+                _ => Err(err(format!(
+                    "{name} must be a positive whole number, got {value}"
+                ))),
+            }
+        };
+        match name.as_str() {
+            "FREQ" => {
+                freq = Some(match value.to_ascii_uppercase().as_str() {
+                    "SECONDLY" => Freq::Secondly,
+                    "MINUTELY" => Freq::Minutely,
+                    "HOURLY" => Freq::Hourly,
+                    "DAILY" => Freq::Daily,
+                    "WEEKLY" => Freq::Weekly,
+                    "MONTHLY" => Freq::Monthly,
+                    "YEARLY" => Freq::Yearly,
+                    _ => return Err(err(format!("FREQ must be one of {FREQS}"))),
+                })
+            }
+            "INTERVAL" => interval = positive()?,
+            "COUNT" => count = Some(positive()? as u32),
+            "UNTIL" => until = Some((parse_date_value("UNTIL", value)?, value.to_string())),
+            "BYSECOND" => spec.bysecond = ints(0, 59, false)?.into_iter().map(|v| v as u8).collect(),
+            "BYMINUTE" => spec.byminute = ints(0, 59, false)?.into_iter().map(|v| v as u8).collect(),
+            "BYHOUR" => spec.byhour = ints(0, 23, false)?.into_iter().map(|v| v as u8).collect(),
+            "BYMONTH" => spec.bymonth = ints(1, 12, false)?.into_iter().map(|v| v as u8).collect(),
+            "BYMONTHDAY" => {
+                spec.bymonthday = ints(-31, 31, true)?.into_iter().map(|v| v as i8).collect()
+            }
+            "BYYEARDAY" => {
+                spec.byyearday = ints(-366, 366, true)?.into_iter().map(|v| v as i16).collect()
+            }
+            "BYWEEKNO" => spec.byweekno = ints(-53, 53, true)?.into_iter().map(|v| v as i8).collect(),
+            "BYSETPOS" => spec.bysetpos = ints(-366, 366, true)?.into_iter().map(|v| v as i16).collect(),
+            "WKST" => {
+                spec.wkst = parse_weekday(value)
+                    .ok_or_else(|| err("WKST must be one of MO, TU, WE, TH, FR, SA, SU".into()))?
+            }
+            "BYDAY" => {
+                for item in value.split(',') {
+                    let bad = || {
+                        err(format!(
+                            "BYDAY items must be a weekday (MO, TU, WE, TH, FR, SA, SU) with an optional \
+                             number 1..=53 or -53..=-1 before it, got \"{item}\""
+                        ))
+                    };
+                    if item.len() < 2 || !item.is_char_boundary(item.len() - 2) {
+                        return Err(bad());
+                    }
+                    let (num, wd) = item.split_at(item.len() - 2);
+                    let wd = parse_weekday(wd).ok_or_else(bad)?;
+                    if num.is_empty() {
+                        if !spec.byday.contains(&wd) {
+                            spec.byday.push(wd);
+                        }
+                    } else {
+                        let n: i64 = num.parse().map_err(|_| bad())?;
+                        if n == 0 || !(-53..=53).contains(&n) {
+                            return Err(bad());
+                        }
+                        if !spec.bynday.contains(&(n as i8, wd)) {
+                            spec.bynday.push((n as i8, wd));
+                        }
+                    }
+                }
+                spec.byday.sort_unstable();
+            }
+            _ => {
+                return Err(err(format!(
+                    "unknown part {name}: use FREQ, INTERVAL, COUNT, UNTIL, BYSECOND, BYMINUTE, BYHOUR, \
+                     BYDAY, BYMONTHDAY, BYYEARDAY, BYWEEKNO, BYMONTH, BYSETPOS or WKST"
+                )))
+            }
+        }
+    }
+    let Some(freq) = freq else {
+        return Err(RuleError::Syntax(
+            "missing FREQ: the rule needs a frequency such as FREQ=DAILY".into(),
+        ));
+    };
+    spec.freq = freq;
+    spec.interval = interval;
+    if count.is_some() && until.is_some() {
+        return Err(RuleError::Conflict(
+            "COUNT and UNTIL cannot both be given (RFC 5545): keep one of them".into(),
+        ));
+    }
+    if let Some(&(n, wd)) = spec.bynday.first() {
+        let item = format!("{n}{}", WEEKDAYS[usize::from(wd)]);
+        if freq != Freq::Monthly && freq != Freq::Yearly {
+            return Err(RuleError::Conflict(format!(
+                "BYDAY with a number ({item}) is only allowed with FREQ=MONTHLY or FREQ=YEARLY: \
+                 drop the number or change FREQ"
+            )));
+        }
+        if !spec.byweekno.is_empty() {
+            return Err(RuleError::Conflict(format!(
+                "BYDAY with a number ({item}) cannot be combined with BYWEEKNO (RFC 5545): \
+                 drop the number or BYWEEKNO"
+            )));
+        }
+    }
+    if !spec.byweekno.is_empty() && freq != Freq::Yearly {
+        return Err(RuleError::Conflict(
+            "BYWEEKNO is only allowed with FREQ=YEARLY (RFC 5545): use FREQ=YEARLY or drop BYWEEKNO"
+                .into(),
+        ));
+    }
+    // BYMONTHDAY x BYMONTH combinations that exist in no year at all.
+    if !spec.bymonthday.is_empty() {
+        let months: Vec<u32> = if spec.bymonth.is_empty() {
+            (1..=12).collect()
+        } else {
+            spec.bymonth.iter().map(|&m| u32::from(m)).collect()
+        };
+        let exists = months.iter().any(|&m| {
+            let longest = days_in_month(2000, m); // a leap year
+            spec.bymonthday
+                .iter()
+                .any(|&d| u32::from(d.unsigned_abs()) <= longest)
+        });
+        if !exists {
+            return Err(RuleError::NeverFires(
+                "no BYMONTHDAY value exists in any BYMONTH month; fix BYMONTH or BYMONTHDAY".into(),
+            ));
+        }
+    }
+    let until = match until {
+        None => None,
+        Some((dv, _)) if dv.utc => Some(Until::Instant(dv.local)),
+        Some((dv, _)) => Some(match start {
+            // UTC rules: a local UNTIL is a UTC time.
+            Some(Start::Utc(_)) => Until::Instant(dv.local),
+            _ => Until::Local(dv.local),
+        }),
+    };
+    Ok(Rule {
+        spec,
+        count,
+        until,
+        start,
+    })
+}
+
+#[cfg(test)]
+mod tests;
