@@ -76,7 +76,7 @@ pub enum Command {
         /// NOW, AT:TIMESTAMP, CONTINUE, STOP, or an RRULE such as FREQ=DAILY;BYHOUR=9
         schedule: String,
         /// Reference instant for the next run [default: the timefile's time, else now]
-        #[arg(short, long, value_name = "TIMESTAMP")]
+        #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
     /// Forget a job (a running job finishes first, then is dropped)
@@ -92,7 +92,7 @@ pub enum Command {
     /// Print statuses as CSV rows JOBID,EVENT,TIMESTAMP, sorted by job id
     Statuses {
         /// Only statuses at or before this time [default: now]
-        #[arg(short, long, value_name = "TIMESTAMP")]
+        #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         before: Option<String>,
     },
     /// Print schedules as CSV rows JOBID,SCHEDULE, sorted by job id
@@ -108,7 +108,7 @@ pub enum Command {
         /// The CSV file (RFC 4180; `-` for standard input)
         file: PathBuf,
         /// Reference instant for next runs [default: the timefile's time, else now]
-        #[arg(short, long, value_name = "TIMESTAMP")]
+        #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
     /// Run the dispatcher: move due jobs from the timeline into their work queues
@@ -119,7 +119,7 @@ pub enum Command {
         schedules: Option<PathBuf>,
         /// Point in time of the first pass, and reference instant for --schedules
         /// [default: the timefile's time, else now]
-        #[arg(short, long, value_name = "TIMESTAMP")]
+        #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
@@ -152,7 +152,7 @@ pub enum Command {
         #[arg(short = 'n', long, default_value_t = 5, value_name = "COUNT")]
         count: usize,
         /// Start after this instant [default: now]
-        #[arg(short, long, value_name = "TIMESTAMP")]
+        #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
 }

@@ -39,48 +39,68 @@ pub fn read_schedules(path: &Path) -> Result<Vec<ScheduleRow>> {
 }
 
 /// [`read_schedules`] from any reader; `name` names the source in messages.
-pub fn read_schedules_from(input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
+pub fn read_schedules_from(mut input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
+    let mut data = Vec::new();
+    input
+        .read_to_end(&mut data)
+        .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+    // Line numbers from byte offsets: the csv reader does not count the blank lines it
+    // skips, and a record's offset may point at them.
+    let line_of = |byte: u64| {
+        let mut at = (byte as usize).min(data.len());
+        while at < data.len() && (data[at] == b'\n' || data[at] == b'\r') {
+            at += 1;
+        }
+        data[..at].iter().filter(|b| **b == b'\n').count() as u64 + 1
+    };
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_reader(input);
+        .from_reader(&data[..]);
     let mut rows = Vec::new();
     let mut record = csv::ByteRecord::new();
     loop {
-        let line = reader.position().line();
+        let start = reader.position().byte();
         match reader.read_byte_record(&mut record) {
             Ok(false) => return Ok(rows),
             Ok(true) => {}
             Err(e) => {
+                let at = e.position().map_or(start, |p| p.byte());
                 return Err(Error::Input(format!(
-                    "{name}: line {line}: {}",
+                    "{name}: line {}: {}",
+                    line_of(at),
                     csv_error(&e)
-                )))
+                )));
             }
         }
-        let line = record.position().map_or(line, |p| p.line());
-        let bad = |msg: String| Error::Input(format!("{name}: line {line}: {msg}"));
-        if record.len() != 2 {
-            return Err(bad(format!(
-                "expected 2 columns (JOBID,SCHEDULE), found {}",
-                record.len()
-            )));
-        }
-        let field = |i: usize| {
-            std::str::from_utf8(&record[i])
-                .map(str::to_string)
-                .map_err(|_| bad(format!("column {} is not valid UTF-8", i + 1)))
-        };
-        let (id, text) = (field(0)?, field(1)?);
-        jobid::validate(&id).map_err(|e| bad(e.to_string()))?;
-        let schedule = Schedule::parse(&text).map_err(|e| bad(e.to_string()))?;
-        rows.push(ScheduleRow {
-            line,
-            jobid: id,
-            text,
-            schedule,
-        });
+        let line = line_of(record.position().map_or(start, |p| p.byte()));
+        rows.push(parse_row(&record, line, name)?);
     }
+}
+
+/// Checks one `JOBID,SCHEDULE` record.
+fn parse_row(record: &csv::ByteRecord, line: u64, name: &str) -> Result<ScheduleRow> {
+    let bad = |msg: String| Error::Input(format!("{name}: line {line}: {msg}"));
+    if record.len() != 2 {
+        return Err(bad(format!(
+            "expected 2 columns (JOBID,SCHEDULE), found {}",
+            record.len()
+        )));
+    }
+    let field = |i: usize| {
+        std::str::from_utf8(&record[i])
+            .map(str::to_string)
+            .map_err(|_| bad(format!("column {} is not valid UTF-8", i + 1)))
+    };
+    let (id, text) = (field(0)?, field(1)?);
+    jobid::validate(&id).map_err(|e| bad(e.to_string()))?;
+    let schedule = Schedule::parse(&text).map_err(|e| bad(e.to_string()))?;
+    Ok(ScheduleRow {
+        line,
+        jobid: id,
+        text,
+        schedule,
+    })
 }
 
 fn csv_error(e: &csv::Error) -> String {

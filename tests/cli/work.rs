@@ -107,20 +107,26 @@ fn each_outcome_is_recorded() {
     let t = Setup::new();
     for (id, sched) in [
         ("once:A", "NOW"),
-        ("rule:A", "FREQ=DAILY;BYHOUR=3"),
-        ("fail:A", "FREQ=DAILY"),
         ("stop:A", "CONTINUE"),
         ("unset:A", "CONTINUE"),
         ("back:A", "CONTINUE"),
     ] {
         t.set(id, sched);
     }
+    // Rules due long ago, moved into the queue by a dispatcher.
+    for (id, sched) in [("rule:A", "FREQ=DAILY;BYHOUR=3"), ("fail:A", "FREQ=DAILY")] {
+        bike(&t.s, t.d.path())
+            .args(["set", id, sched, "--after", "2020-01-01"])
+            .ok();
+    }
+    let disp = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
     let w = t.worker(&["A"]);
     assert!(t.wait_runs(6));
     assert!(t.wait_status("back:A", "TML"));
     assert!(t.wait_status("once:A", "STP"));
     assert!(t.wait_status("stop:A", "STP"));
     let err = t.stop(w);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
     let mut con = t.s.con();
     // NOW ran once and stopped.
     let sched: String = con.hget("t-schedules", "once:A").unwrap();
