@@ -11,6 +11,7 @@ use std::{
 use clap::{ArgAction, Parser, Subcommand};
 
 use crate::{
+    check,
     config::{Config, OnFailure, Overrides},
     csvio::{self, SortedCsv, SPILL_ROWS},
     dispatcher,
@@ -143,6 +144,14 @@ pub enum Command {
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Check the prefix for jobs out of circulation and inconsistent keys; CSV rows
+    /// KIND,JOBID,DETAIL on stdout, a summary on stderr, exit 1 when anything is wrong
+    #[command(after_long_help = help::CHECK)]
+    Check {
+        /// Fix what is found (idempotent; safe while dispatchers and workers run)
+        #[arg(long)]
+        repair: bool,
+    },
     /// Preview the next run times of a schedule (does not touch Redis)
     #[command(after_long_help = help::SCHEDULES)]
     Next {
@@ -231,6 +240,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
                 command,
             },
         ),
+        Command::Check { repair } => cmd_check(&config, repair),
         Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
         Command::Dispatch { schedules, after } => {
             cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
@@ -511,4 +521,48 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
     worker::run(config, Arc::new(runner), settings, &shutdown)?;
     Ok(ExitCode::Success)
+}
+
+fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
+    let settings = worker::Settings::from_config(config);
+    let mut rows = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(out());
+    let mut write_error = None;
+    let summary = with_store(config, |store| {
+        let emit = |f: &check::Finding| {
+            if let Err(e) = rows
+                .write_record([f.kind, &f.jobid, &f.detail])
+                .and_then(|()| Ok(rows.flush()?))
+            {
+                write_error.get_or_insert(e);
+            }
+        };
+        Ok(check::Check::new(store, repair, &settings, emit).run()?)
+    })?;
+    if let Some(e) = write_error {
+        return Err(Error::io("cannot write output", e.into()));
+    }
+    let remaining = summary.problems - summary.repaired.min(summary.problems);
+    eprintln!(
+        "check: {} problem(s) in {} job(s) across {} queue(s){}{}",
+        summary.problems,
+        summary.jobs,
+        summary.queues,
+        if repair {
+            format!(", {} repaired", summary.repaired)
+        } else {
+            String::new()
+        },
+        if summary.held > 0 {
+            format!(", {} job(s) held (failed or BAD)", summary.held)
+        } else {
+            String::new()
+        },
+    );
+    Ok(if remaining > 0 {
+        ExitCode::Failure
+    } else {
+        ExitCode::Success
+    })
 }

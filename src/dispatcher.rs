@@ -17,10 +17,13 @@ use crate::{
     keys::Keys,
     link::Link,
     listener::{self, Heard},
-    loader, scripts,
+    loader,
+    recovery::Recovery,
+    scripts,
     shutdown::Shutdown,
     store::{PlaceItem, Store},
     timefile, timestamp,
+    worker::Settings,
 };
 
 /// Due jobs moved per Lua call.
@@ -46,25 +49,30 @@ pub struct Pass {
     pub deferred: usize,
     /// Whether the control key says HALT.
     pub halted: bool,
+    /// The earliest recovery time in the running index, if any job is running.
+    pub earliest_recovery: Option<i64>,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches.
 pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        let (taken, enqueued, deferred, halted): (usize, usize, usize, i64) = scripts::DISPATCH
-            .key(&store.keys.timeline)
-            .key(&store.keys.statuses)
-            .key(&store.keys.control)
-            .arg(&store.keys.prefix)
-            .arg(point)
-            .arg(BATCH)
-            .arg(timestamp::now())
-            .invoke(store.con)?;
+        let (taken, enqueued, deferred, halted, lease): (usize, usize, usize, i64, Option<f64>) =
+            scripts::DISPATCH
+                .key(&store.keys.timeline)
+                .key(&store.keys.statuses)
+                .key(&store.keys.control)
+                .key(&store.keys.leases)
+                .arg(&store.keys.prefix)
+                .arg(point)
+                .arg(BATCH)
+                .arg(timestamp::now())
+                .invoke(store.con)?;
         total.taken += taken;
         total.enqueued += enqueued;
         total.deferred += deferred;
         total.halted = halted == 1;
+        total.earliest_recovery = lease.map(|t| t as i64);
         if taken < BATCH {
             return Ok(total);
         }
@@ -91,7 +99,11 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut started = false;
     let mut timefile_failing = false;
     let mut written = None;
+    let mut recovery = Recovery::new(Settings::from_config(config));
     while !shutdown.requested() {
+        if link.is_down() {
+            recovery.outage_ended();
+        }
         let Some(con) = link.get() else {
             let _ = wake_rx.recv_timeout(link.wait().unwrap_or(Duration::from_secs(1)));
             continue;
@@ -105,7 +117,11 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             spawn_listener(config, &keys, shutdown, wake_tx.clone())?;
             started = true;
         }
-        match pass(&mut store, point) {
+        let result = pass(&mut store, point).and_then(|p| {
+            recovery.tick(&mut store, p.earliest_recovery, timestamp::now())?;
+            Ok(p)
+        });
+        match result {
             Ok(p) => {
                 link.ok();
                 log_pass(&p, point);

@@ -98,3 +98,18 @@ timefile). The timefile holds the time of the last completed pass; the first pas
 --after, else the timefile, else now. control HALT stops it within a second; a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
 with capped backoff.";
+
+/// What `check` reports and how `--repair` fixes it.
+pub const CHECK: &str = "\
+Kinds: out-of-circulation (a live schedule, but no timeline entry, queue entry or lease; \
+repair puts it back per its schedule with status REC), queued-and-timeline (repair \
+keeps the queue entry), queued-while-running (repair drops the queue entry), \
+entry-without-member and member-without-entry (the queue list and its members set \
+disagree), duplicate-entry, wrong-queue (a job in a queue that is not its own), \
+timeline-without-schedule, status-of-unknown-job, unparsable-schedule (repair marks it \
+BAD and takes it out of the timeline and queue). held rows are failed jobs kept out of \
+circulation on purpose (status DIE with on-failure hold, or by Python redbike) and bad \
+rows are unparsable schedules already marked BAD: they are not problems, but an \
+operator has to set or unset them. The schedule hash is the source of truth. Every repair re-checks its \
+condition atomically, so --repair is idempotent and safe while dispatchers and workers \
+run.";

@@ -9,7 +9,8 @@
 //! | `P-work-Q` | list | queue `Q` (LPUSH in, RPOP out) |
 //! | `P-work-Q-members` | set | job ids in queue `Q` |
 //! | `P-work-Q-JOBID` | string, expiring | the lease of a running job |
-//! | `P-failures` | hash | job id -> last failure, `DIE:TS` or `TMO:TS` (new here) |
+//! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS` or `REC:TS` (new here) |
+//! | `P-leases` | sorted set | running job id -> when to recover it if its worker stops refreshing (new here) |
 //!
 //! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
 //! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
@@ -30,6 +31,9 @@ pub struct Keys {
     pub control: String,
     /// `P-failures`: the last failure of each job (unknown to the original, harmless).
     pub failures: String,
+    /// `P-leases`: the index of running jobs, scored by when to recover them if their
+    /// worker stops refreshing it (the original's workers do not maintain it).
+    pub leases: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -52,6 +56,7 @@ impl Keys {
             timeline: format!("{prefix}-timeline"),
             control: format!("{prefix}-control"),
             failures: format!("{prefix}-failures"),
+            leases: format!("{prefix}-leases"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

@@ -5,6 +5,7 @@
 //! can serve one prefix at the same time.
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod csvio;
@@ -17,6 +18,7 @@ pub mod link;
 pub mod listener;
 pub mod loader;
 pub mod log;
+pub mod recovery;
 pub mod retry;
 pub mod runner;
 pub mod schedule;

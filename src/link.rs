@@ -104,6 +104,11 @@ impl Link {
         }
     }
 
+    /// Whether an outage is going on (a command failed and none has worked since).
+    pub fn is_down(&self) -> bool {
+        self.down_since.is_some()
+    }
+
     /// How long until the next attempt is due, while Redis is down or backing off.
     pub fn wait(&self) -> Option<Duration> {
         self.down_since

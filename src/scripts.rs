@@ -26,3 +26,9 @@ pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");
 pub static CLAIM: LazyLock<Script> = script!("claim.lua");
 /// `work`: record an outcome and reschedule.
 pub static FINISH: LazyLock<Script> = script!("finish.lua");
+/// Recovery: put back a job whose worker vanished.
+pub static RECOVER: LazyLock<Script> = script!("recover.lua");
+/// Recovery: one step of the sweep for jobs out of circulation.
+pub static SWEEP: LazyLock<Script> = script!("sweep.lua");
+/// `check --repair`: one idempotent fix.
+pub static REPAIR: LazyLock<Script> = script!("repair.lua");

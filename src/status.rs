@@ -14,6 +14,8 @@ pub const STP: &str = "STP";
 pub const DIE: &str = "DIE";
 /// The job ran past its timeout and was stopped (new in this implementation).
 pub const TMO: &str = "TMO";
+/// The job's worker vanished mid-run and the job was put back (new in this implementation).
+pub const REC: &str = "REC";
 
 /// A parsed status value. Unknown events are kept as they are (readers must not choke).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -33,8 +33,12 @@ use crate::{
 /// job (and its kill) before the lease can expire.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// How often an idle worker looks for jobs enqueued without a wake-up (by the Python
-/// original) and for a HALT set without one.
+/// original) and for a HALT set without one; also how often it refreshes the running
+/// index for its jobs.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
+/// How long the running index keeps a job of a worker that stopped refreshing it; after
+/// that a dispatcher recovers the job (its worker is taken for dead).
+pub const RECOVER_AFTER: Duration = Duration::from_secs(10);
 
 /// A job handed to a [`Worker`].
 #[derive(Debug, Clone)]
@@ -166,6 +170,8 @@ enum End {
     Outcome(Outcome),
     /// The loop stopped it: timeout, or shutdown past the grace period.
     TimedOut,
+    /// Its worker vanished mid-run; a dispatcher puts it back.
+    Recovered,
 }
 
 /// What finish.lua is told to do.
@@ -185,6 +191,7 @@ struct Decision {
 fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision {
     let failure = match end {
         End::TimedOut => Some(status::TMO),
+        End::Recovered => Some(status::REC),
         End::Outcome(Outcome::Failed(_)) => Some(status::DIE),
         _ => None,
     };
@@ -228,6 +235,17 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
             Err(_) => d("bad", Placement::Stop, None),
         },
     }
+}
+
+/// Where a job whose worker vanished goes, and the schedule to store first; `None` when
+/// its schedule cannot be parsed. Like a timeout, recovery ignores `on-failure`.
+pub fn decide_recovery(
+    schedule: Option<&str>,
+    now: i64,
+    s: &Settings,
+) -> Option<(Placement, Option<&'static str>)> {
+    let d = decide(schedule, &End::Recovered, now, s);
+    (d.mode != "bad").then_some((d.placement, d.store))
 }
 
 /// What reaches the loop thread.
@@ -563,7 +581,7 @@ impl Loop {
             End::Outcome(outcome)
         };
         match &end {
-            End::TimedOut => {
+            End::TimedOut | End::Recovered => {
                 crate::log_warn!("job {} was stopped after {secs:.2}s (TMO)", r.job.id)
             }
             End::Outcome(Outcome::Failed(why)) => {
@@ -679,6 +697,7 @@ impl Loop {
                     .collect::<Vec<_>>(),
             );
             pipe.get(&self.keys.control);
+            self.refresh_running(&mut pipe, now);
         }
         let con = match self.link.get() {
             Some(con) => con,
@@ -691,6 +710,21 @@ impl Loop {
             }
             Err(e) => self.link.failed(&e),
         }
+    }
+
+    /// Tells dispatchers this worker is alive: pushes the recovery time of each of its
+    /// running jobs forward (XX: never re-adds a job that was finished or recovered).
+    fn refresh_running(&self, pipe: &mut redis::Pipeline, now: i64) {
+        if self.running.is_empty() {
+            return;
+        }
+        let at = now + RECOVER_AFTER.as_secs() as i64;
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg(&self.keys.leases).arg("XX");
+        for r in self.running.values() {
+            cmd.arg(at).arg(&r.job.id);
+        }
+        pipe.add_command(cmd).ignore();
     }
 
     fn finish_invocation<'a>(
@@ -708,7 +742,7 @@ impl Loop {
         for key in self.keys.job_keys(&f.job.id) {
             inv.key(key);
         }
-        inv.key(&self.keys.failures);
+        inv.key(&self.keys.failures).key(&self.keys.leases);
         inv.arg(&f.job.id)
             .arg(&f.tag)
             .arg(f.job.schedule.as_deref().unwrap_or("\0"))
@@ -725,14 +759,17 @@ impl Loop {
 
     fn claim_invocation<'a>(&self, tags: &[String], now: i64) -> redis::ScriptInvocation<'a> {
         let mut inv = scripts::CLAIM.prepare_invoke();
-        inv.key(&self.keys.statuses).key(&self.keys.schedules);
+        inv.key(&self.keys.statuses)
+            .key(&self.keys.schedules)
+            .key(&self.keys.leases);
         for q in &self.cycle.queues {
             inv.key(self.keys.queue(q)).key(self.keys.members(q));
         }
         inv.arg(now)
             .arg(tags.len())
             .arg(self.cursor)
-            .arg(&self.cycle.order);
+            .arg(&self.cycle.order)
+            .arg(now + RECOVER_AFTER.as_secs() as i64);
         for ttl in &self.cycle.ttls {
             inv.arg(*ttl);
         }

@@ -1,29 +1,33 @@
 -- claim: pop up to `n` jobs, walking the queue cycle (the original's round-robin
 -- weighting, e.g. A:A:B) from `cursor`, and lease each one in the same atomic step, so
 -- a job is always either queued or leased, never lost in between.
--- KEYS: statuses, schedules, then one (queue, members) pair per distinct queue
+-- Each claimed job also enters the running index (leases), scored by when it is to be
+-- recovered unless its worker refreshes it.
+-- KEYS: statuses, schedules, leases, then one (queue, members) pair per distinct queue
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
---       then one lease TTL per pair, then n lease tags
+--       recover-after time, then one lease TTL per pair, then n lease tags
 -- Returns {next cursor, jobid1, schedule1 or false, pair1, jobid2, ...}
 local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cycle = {}
 for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
-local pairs_count = (#KEYS - 2) / 2
+local pairs_count = (#KEYS - 3) / 2
+local recover_at = ARGV[5]
 local out = {}
 local taken, misses = 0, 0
 while taken < n and misses < #cycle do
   local pair = cycle[cursor % #cycle + 1]
   cursor = cursor + 1
-  local queue, members = KEYS[1 + 2 * pair], KEYS[2 + 2 * pair]
+  local queue, members = KEYS[2 + 2 * pair], KEYS[3 + 2 * pair]
   local jobid = redis.call("RPOP", queue)
   if jobid then
     misses = 0
     taken = taken + 1
     redis.call("SREM", members, jobid)
-    local ttl = ARGV[4 + pair]
-    redis.call("SET", queue .. "-" .. jobid, ARGV[4 + pairs_count + taken], "EX", ttl)
+    local ttl = ARGV[5 + pair]
+    redis.call("SET", queue .. "-" .. jobid, ARGV[5 + pairs_count + taken], "EX", ttl)
+    redis.call("ZADD", KEYS[3], recover_at, jobid)
     set_status(KEYS[1], jobid, "WRK", now)
     out[#out + 1] = jobid
     out[#out + 1] = redis.call("HGET", KEYS[2], jobid)

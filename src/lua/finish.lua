@@ -2,7 +2,7 @@
 -- Only the lease holder reschedules (as in the original), so an unset or set made while
 -- the job ran wins; but a job whose lease merely expired, and that is nowhere else, is
 -- still put back so that it never falls out of circulation.
--- KEYS: schedules, statuses, timeline, queue, members, lease, failures
+-- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases
 -- ARGV: jobid, tag, expected schedule ("\0" = none), mode (place|unset|hold|bad),
 --       action, due, now, schedule to store ("" = keep), failure event ("" = none),
 --       queue wake channel, timeline wake channel
@@ -11,6 +11,7 @@
 -- job, else {result}.
 local k = job_keys()
 k.failures = KEYS[7]
+k.leases = KEYS[8]
 local jobid, tag, expected, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local action, due, now = ARGV[5], ARGV[6], ARGV[7]
 local store, failure = ARGV[8], ARGV[9]
@@ -28,6 +29,7 @@ end
 if lease == tag then
   redis.call("DEL", k.lease)
 end
+redis.call("ZREM", k.leases, jobid)
 if failure ~= "" then
   redis.call("HSET", k.failures, jobid, failure .. ":" .. now)
   set_status(k.statuses, jobid, failure, now)

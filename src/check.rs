@@ -1,0 +1,418 @@
+//! `redbike check [--repair]`: walks a whole prefix with SCAN-family commands and
+//! reports every breach of the circulation invariant — each job with a live schedule is
+//! in exactly one of: the timeline, its queue, or running under a lease — and every
+//! inconsistency between the keys. `--repair` fixes each one with an idempotent Lua step
+//! that re-checks its condition (repair.lua), so it is safe while processes run.
+
+use std::collections::HashMap;
+
+use redis::RedisResult;
+
+use crate::{
+    keys::queue_of, recovery, schedule::Schedule, scripts, store::Store, worker::Settings,
+};
+
+/// Items read per SCAN-family call and per pipelined check.
+const CHUNK: usize = 1000;
+
+/// One problem found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// What is wrong, e.g. `out-of-circulation`; `held` and `bad` are informational.
+    pub kind: &'static str,
+    /// The job.
+    pub jobid: String,
+    /// Details: the queue, the schedule, the places.
+    pub detail: String,
+    /// The queue whose keys the repair touches.
+    queue: String,
+}
+
+/// What the walk saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Schedules walked.
+    pub jobs: usize,
+    /// Queues found.
+    pub queues: usize,
+    /// Problems found (not counting `held` jobs).
+    pub problems: usize,
+    /// Problems fixed by `--repair`.
+    pub repaired: usize,
+    /// Jobs held out of circulation on purpose: failed (status DIE) or marked BAD.
+    pub held: usize,
+}
+
+/// The walk; `emit` receives each finding as it is found.
+pub struct Check<'a, 's, F: FnMut(&Finding)> {
+    /// The connection.
+    store: &'a mut Store<'s>,
+    /// Whether to fix what is found.
+    repair: bool,
+    /// For recovering jobs out of circulation.
+    settings: &'a Settings,
+    /// Receives findings.
+    emit: F,
+    /// Counts.
+    summary: Summary,
+}
+
+/// Escapes glob characters so a prefix matches itself in SCAN MATCH.
+fn glob_escape(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| match c {
+            '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect()
+}
+
+impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
+    /// A check of `store`'s prefix.
+    pub fn new(store: &'a mut Store<'s>, repair: bool, settings: &'a Settings, emit: F) -> Self {
+        Check {
+            store,
+            repair,
+            settings,
+            emit,
+            summary: Summary::default(),
+        }
+    }
+
+    /// Walks queues, timeline, statuses and schedules, in that order (so jobs that queue
+    /// repairs take out of a wrong queue are then found and put back).
+    pub fn run(mut self) -> RedisResult<Summary> {
+        for queue in self.queue_names()? {
+            self.summary.queues += 1;
+            self.check_queue(&queue)?;
+        }
+        self.check_hash_against_schedules(true)?;
+        self.check_hash_against_schedules(false)?;
+        self.check_schedules()?;
+        Ok(self.summary)
+    }
+
+    fn found(
+        &mut self,
+        kind: &'static str,
+        jobid: &str,
+        queue: &str,
+        detail: String,
+    ) -> RedisResult<()> {
+        let f = Finding {
+            kind,
+            jobid: jobid.to_string(),
+            detail,
+            queue: queue.to_string(),
+        };
+        (self.emit)(&f);
+        if kind == "held" || kind == "bad" {
+            self.summary.held += 1;
+            return Ok(());
+        }
+        self.summary.problems += 1;
+        if self.repair && self.fix(&f, None)? {
+            self.summary.repaired += 1;
+        }
+        Ok(())
+    }
+
+    /// Runs repair.lua for a finding; `schedule` for unparsable ones.
+    fn fix(&mut self, f: &Finding, schedule: Option<&str>) -> RedisResult<bool> {
+        let k = &self.store.keys;
+        let changed: i64 = scripts::REPAIR
+            .key(&k.schedules)
+            .key(&k.statuses)
+            .key(&k.timeline)
+            .key(k.queue(&f.queue))
+            .key(k.members(&f.queue))
+            .key(k.lease(&f.jobid))
+            .key(&k.failures)
+            .arg(f.kind)
+            .arg(&f.jobid)
+            .arg(schedule.unwrap_or(""))
+            .arg(crate::timestamp::now())
+            .invoke(self.store.con)?;
+        Ok(changed > 0)
+    }
+
+    /// Every queue with a list or a members set under the prefix.
+    fn queue_names(&mut self) -> RedisResult<Vec<String>> {
+        let head = format!("{}-work-", self.store.keys.prefix);
+        let mut names = std::collections::BTreeSet::new();
+        for (ty, suffix) in [("list", ""), ("set", "-members")] {
+            let pattern = format!("{}*{suffix}", glob_escape(&head));
+            let keys: Vec<String> = self.scan_keys(&pattern, ty)?;
+            for key in keys {
+                if let Some(q) = key.strip_prefix(&head).and_then(|k| k.strip_suffix(suffix)) {
+                    names.insert(q.to_string());
+                }
+            }
+        }
+        Ok(names.into_iter().collect())
+    }
+
+    fn scan_keys(&mut self, pattern: &str, ty: &str) -> RedisResult<Vec<String>> {
+        let mut cursor = 0u64;
+        let mut out = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(CHUNK)
+                .arg("TYPE")
+                .arg(ty)
+                .query(self.store.con)?;
+            out.extend(keys);
+            if next == 0 {
+                return Ok(out);
+            }
+            cursor = next;
+        }
+    }
+
+    fn check_queue(&mut self, q: &str) -> RedisResult<()> {
+        let list = self.store.keys.queue(q);
+        let members_key = self.store.keys.members(q);
+        let mut entries: HashMap<String, usize> = HashMap::new();
+        let mut start = 0;
+        loop {
+            let chunk: Vec<String> = redis::cmd("LRANGE")
+                .arg(&list)
+                .arg(start)
+                .arg(start + CHUNK as i64 - 1)
+                .query(self.store.con)?;
+            for id in &chunk {
+                *entries.entry(id.clone()).or_default() += 1;
+            }
+            if chunk.len() < CHUNK {
+                break;
+            }
+            start += CHUNK as i64;
+        }
+        let ids: Vec<String> = entries.keys().cloned().collect();
+        for part in ids.chunks(CHUNK) {
+            let flags: Vec<bool> = redis::cmd("SMISMEMBER")
+                .arg(&members_key)
+                .arg(part)
+                .query(self.store.con)?;
+            for (id, member) in part.iter().zip(flags) {
+                self.check_entry(q, id, entries[id], member)?;
+            }
+        }
+        let mut cursor = 0u64;
+        loop {
+            let (next, members): (u64, Vec<String>) = redis::cmd("SSCAN")
+                .arg(&members_key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(CHUNK)
+                .query(self.store.con)?;
+            for id in members.iter().filter(|id| !entries.contains_key(*id)) {
+                self.found("member-without-entry", id, q, format!("queue {q}"))?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    fn check_entry(&mut self, q: &str, id: &str, count: usize, member: bool) -> RedisResult<()> {
+        if queue_of(id) != q {
+            return self.found(
+                "wrong-queue",
+                id,
+                q,
+                format!("in queue {q}, belongs to {}", queue_of(id)),
+            );
+        }
+        if count > 1 {
+            self.found(
+                "duplicate-entry",
+                id,
+                q,
+                format!("{count} entries in queue {q}"),
+            )?;
+        }
+        if !member {
+            self.found("entry-without-member", id, q, format!("queue {q}"))?;
+        }
+        Ok(())
+    }
+
+    /// Timeline entries (`timeline`) or statuses (else) of jobs that have no schedule.
+    fn check_hash_against_schedules(&mut self, timeline: bool) -> RedisResult<()> {
+        let key = if timeline {
+            self.store.keys.timeline.clone()
+        } else {
+            self.store.keys.statuses.clone()
+        };
+        let scan = if timeline { "ZSCAN" } else { "HSCAN" };
+        let kind = if timeline {
+            "timeline-without-schedule"
+        } else {
+            "status-of-unknown-job"
+        };
+        let mut cursor = 0u64;
+        loop {
+            let (next, page): (u64, Vec<String>) = redis::cmd(scan)
+                .arg(&key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(CHUNK)
+                .query(self.store.con)?;
+            let ids: Vec<&String> = page.iter().step_by(2).collect();
+            let mut pipe = redis::pipe();
+            for id in &ids {
+                pipe.hexists(&self.store.keys.schedules, *id);
+            }
+            let known: Vec<bool> = if ids.is_empty() {
+                Vec::new()
+            } else {
+                pipe.query(self.store.con)?
+            };
+            for (id, known) in ids.into_iter().zip(known) {
+                if !known {
+                    self.found(kind, id, queue_of(id), String::new())?;
+                }
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    fn check_schedules(&mut self) -> RedisResult<()> {
+        let key = self.store.keys.schedules.clone();
+        let mut lost = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, page): (u64, Vec<String>) = redis::cmd("HSCAN")
+                .arg(&key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(CHUNK)
+                .query(self.store.con)?;
+            let jobs: Vec<(String, String)> = page
+                .chunks(2)
+                .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
+                .collect();
+            self.summary.jobs += jobs.len();
+            self.check_schedule_chunk(&jobs, &mut lost)?;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        // Put lost jobs back last, when a Python reschedule caught mid-way has finished.
+        if self.repair {
+            for id in lost {
+                let now = crate::timestamp::now();
+                if recovery::recover_job(self.store, &id, "orphan", now, self.settings)? {
+                    self.summary.repaired += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An unparsable schedule is a problem until it is marked BAD (what `--repair` does);
+    /// then it is reported as `bad`, like a held job: an operator has to set or unset it.
+    fn check_unparsable(&mut self, id: &str, text: &str, why: String) -> RedisResult<()> {
+        let status: Option<String> = redis::cmd("HGET")
+            .arg(&self.store.keys.statuses)
+            .arg(id)
+            .query(self.store.con)?;
+        let q = queue_of(id);
+        if status.as_deref().is_some_and(|s| s.starts_with("BAD:")) {
+            return self.found("bad", id, q, why);
+        }
+        let f = Finding {
+            kind: "unparsable-schedule",
+            jobid: id.to_string(),
+            detail: why,
+            queue: q.to_string(),
+        };
+        (self.emit)(&f);
+        self.summary.problems += 1;
+        if self.repair && self.fix(&f, Some(text))? {
+            self.summary.repaired += 1;
+        }
+        Ok(())
+    }
+
+    fn check_schedule_chunk(
+        &mut self,
+        jobs: &[(String, String)],
+        lost: &mut Vec<String>,
+    ) -> RedisResult<()> {
+        let mut live = Vec::new();
+        let mut unparsable = Vec::new();
+        for job in jobs {
+            match Schedule::parse(&job.1) {
+                Ok(Schedule::Stop) => {}
+                Ok(_) => live.push(job),
+                Err(e) => unparsable.push((job, e.to_string())),
+            }
+        }
+        for ((id, text), why) in unparsable {
+            self.check_unparsable(id, text, why)?;
+        }
+        let k = &self.store.keys;
+        let mut pipe = redis::pipe();
+        for (id, _) in &live {
+            let q = queue_of(id);
+            pipe.zscore(&k.timeline, id)
+                .sismember(k.members(q), id)
+                .exists(k.lease(id))
+                .hget(&k.statuses, id);
+        }
+        type Places = (Option<f64>, bool, bool, Option<String>);
+        let places: Vec<Places> = if live.is_empty() {
+            Vec::new()
+        } else {
+            pipe.query(self.store.con)?
+        };
+        for ((id, text), (score, queued, leased, status)) in live.into_iter().zip(places) {
+            let q = queue_of(id);
+            match (score.is_some(), queued, leased) {
+                (false, false, false)
+                    if status.as_deref().is_some_and(|s| s.starts_with("DIE:")) =>
+                {
+                    self.found(
+                        "held",
+                        id,
+                        q,
+                        format!(
+                            "failed ({}), held out of circulation",
+                            status.unwrap_or_default()
+                        ),
+                    )?;
+                }
+                (false, false, false) => {
+                    let f = Finding {
+                        kind: "out-of-circulation",
+                        jobid: id.clone(),
+                        detail: format!("schedule {text}"),
+                        queue: q.to_string(),
+                    };
+                    (self.emit)(&f);
+                    self.summary.problems += 1;
+                    lost.push(id.clone());
+                }
+                (true, true, _) => {
+                    self.found("queued-and-timeline", id, q, format!("queue {q}"))?
+                }
+                (_, true, true) => {
+                    self.found("queued-while-running", id, q, format!("queue {q}"))?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

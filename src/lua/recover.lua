@@ -1,0 +1,53 @@
+-- recover: put back a job whose worker vanished mid-run, per its schedule, with status
+-- REC. `how` says why it is thought lost: "index" (our worker stopped refreshing its
+-- entry in the running index) or "orphan" (a live schedule with no lease, queue entry
+-- or timeline entry: a Python worker died with it). Both are re-checked here, so a job
+-- is never put back twice and never while its worker is known to be alive.
+-- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases
+-- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad),
+--       due, now, schedule to store ("" = keep), queue wake channel, timeline wake channel
+-- Returns {"changed", current schedule or false} when the caller must decide again,
+-- {"alive"} or {"fine"} when there is nothing to do, else {result}.
+local k = job_keys()
+k.failures = KEYS[7]
+k.leases = KEYS[8]
+local jobid, how, expected = ARGV[1], ARGV[2], ARGV[3]
+local action, due, now, store = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+if how == "index" then
+  local at = redis.call("ZSCORE", k.leases, jobid)
+  if not at or tonumber(at) > tonumber(now) then
+    return {"alive"}
+  end
+elseif redis.call("EXISTS", k.lease) == 1 then
+  return {"alive"}
+end
+if redis.call("SISMEMBER", k.members, jobid) == 1 or redis.call("ZSCORE", k.timeline, jobid) then
+  redis.call("ZREM", k.leases, jobid)
+  return {"fine"}
+end
+local current = redis.call("HGET", k.schedules, jobid)
+if (current or "\0") ~= expected then
+  return {"changed", current}
+end
+redis.call("DEL", k.lease)
+redis.call("ZREM", k.leases, jobid)
+if not current then
+  -- Unset while it ran: nothing to put back.
+  redis.call("HDEL", k.statuses, jobid)
+  redis.call("HDEL", k.failures, jobid)
+  return {"unset"}
+end
+if action == "bad" then
+  set_status(k.statuses, jobid, "BAD", now)
+  return {"bad"}
+end
+redis.call("HSET", k.failures, jobid, "REC:" .. now)
+if store ~= "" then
+  redis.call("HSET", k.schedules, jobid, store)
+end
+local result = "stopped"
+if action ~= "stop" then
+  result = place(k, jobid, action, due, now, ARGV[8], ARGV[9])
+end
+set_status(k.statuses, jobid, "REC", now)
+return {result}

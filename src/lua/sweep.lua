@@ -1,0 +1,26 @@
+-- sweep: one step of the slow walk over all schedules that finds jobs out of
+-- circulation: a live schedule (not STOP) but no lease, no queue entry and no timeline
+-- entry. Jobs held on purpose (status DIE: the original's and `hold`'s failed jobs) and
+-- unparsable ones (BAD) are left alone.
+-- KEYS: schedules, timeline, statuses
+-- ARGV: prefix, cursor, count
+-- Returns {next cursor, jobid1, schedule1, jobid2, ...}
+local scan = redis.call("HSCAN", KEYS[1], ARGV[2], "COUNT", ARGV[3])
+local out = {scan[1]}
+local page = scan[2]
+for i = 1, #page, 2 do
+  local jobid, schedule = page[i], page[i + 1]
+  if schedule ~= "STOP" and not redis.call("ZSCORE", KEYS[2], jobid) then
+    local queue = ARGV[1] .. "-work-" .. string.match(jobid, "([^:]*)$")
+    if redis.call("SISMEMBER", queue .. "-members", jobid) == 0
+        and redis.call("EXISTS", queue .. "-" .. jobid) == 0 then
+      local status = redis.call("HGET", KEYS[3], jobid) or ""
+      local event = string.sub(status, 1, 3)
+      if event ~= "DIE" and event ~= "BAD" then
+        out[#out + 1] = jobid
+        out[#out + 1] = schedule
+      end
+    end
+  end
+end
+return out

@@ -1,0 +1,192 @@
+//! Recovery: no job falls out of circulation because its worker died.
+//!
+//! Our workers keep each running job in the running index (`P-leases`) and push its
+//! recovery time forward every second; a dispatcher recovers the jobs whose time has
+//! passed (the worker is gone: kill -9, machine lost) — per schedule, status `REC`.
+//! Python workers keep no index, so a slow sweep over all schedules also finds live jobs
+//! that are nowhere (no lease, no queue entry, no timeline entry) and recovers them when
+//! they are still nowhere [`SUSPECT_FOR`] later. Every recovery re-checks its condition
+//! atomically (recover.lua), so racing dispatchers recover a job once.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use redis::RedisResult;
+
+use crate::{
+    keys::queue_of,
+    schedule::Placement,
+    scripts,
+    store::Store,
+    worker::{decide_recovery, Settings},
+};
+
+/// After Redis comes back, how long to wait before recovering: workers need a moment to
+/// reconnect and refresh the index, or live jobs would look dead.
+pub const QUIET_AFTER_OUTAGE: Duration = Duration::from_secs(15);
+/// How long a job must stay out of circulation before the sweep puts it back (the
+/// original's reschedule is not atomic: a job is briefly nowhere between two steps).
+pub const SUSPECT_FOR: Duration = Duration::from_secs(10);
+/// How often the sweep takes its next step.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// Schedules looked at per sweep step.
+pub const SWEEP_COUNT: usize = 500;
+/// Index entries recovered per call.
+const BATCH: usize = 100;
+
+/// Recovery state of one dispatcher.
+pub struct Recovery {
+    /// How jobs are put back (schedule zone, failure delay).
+    settings: Settings,
+    /// No recovery before this instant.
+    quiet_until: Instant,
+    /// Jobs seen out of circulation, with when they were first seen.
+    suspects: HashMap<String, (String, Instant)>,
+    /// The sweep's HSCAN cursor.
+    cursor: u64,
+    /// When the next sweep step is due.
+    next_sweep: Instant,
+}
+
+impl Recovery {
+    /// Recovery with the given settings; the first sweep step is due at once.
+    pub fn new(settings: Settings) -> Recovery {
+        Recovery {
+            settings,
+            quiet_until: Instant::now(),
+            suspects: HashMap::new(),
+            cursor: 0,
+            next_sweep: Instant::now(),
+        }
+    }
+
+    /// Redis was away: hold off until workers had time to refresh the index.
+    pub fn outage_ended(&mut self) {
+        self.quiet_until = Instant::now() + QUIET_AFTER_OUTAGE;
+        self.suspects.clear();
+    }
+
+    /// Does what is due: recover stale index entries (`earliest` is the earliest
+    /// recovery time in the index) and take a sweep step. Returns jobs recovered.
+    pub fn tick(
+        &mut self,
+        store: &mut Store<'_>,
+        earliest: Option<i64>,
+        now: i64,
+    ) -> RedisResult<usize> {
+        if Instant::now() < self.quiet_until {
+            return Ok(0);
+        }
+        let mut n = 0;
+        if earliest.is_some_and(|t| t <= now) {
+            n += self.recover_index(store, now)?;
+        }
+        if Instant::now() >= self.next_sweep {
+            self.next_sweep = Instant::now() + SWEEP_EVERY;
+            n += self.sweep_step(store, now)?;
+        }
+        Ok(n)
+    }
+
+    fn recover_index(&mut self, store: &mut Store<'_>, now: i64) -> RedisResult<usize> {
+        let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&store.keys.leases)
+            .arg("-inf")
+            .arg(now)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(BATCH)
+            .query(store.con)?;
+        let mut n = 0;
+        for id in stale {
+            n += usize::from(recover_job(store, &id, "index", now, &self.settings)?);
+        }
+        Ok(n)
+    }
+
+    fn sweep_step(&mut self, store: &mut Store<'_>, now: i64) -> RedisResult<usize> {
+        let mut n = 0;
+        let ripe: Vec<String> = self
+            .suspects
+            .iter()
+            .filter(|(_, (_, seen))| seen.elapsed() >= SUSPECT_FOR)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ripe {
+            self.suspects.remove(&id);
+            n += usize::from(recover_job(store, &id, "orphan", now, &self.settings)?);
+        }
+        let reply: Vec<String> = scripts::SWEEP
+            .key(&store.keys.schedules)
+            .key(&store.keys.timeline)
+            .key(&store.keys.statuses)
+            .arg(&store.keys.prefix)
+            .arg(self.cursor)
+            .arg(SWEEP_COUNT)
+            .invoke(store.con)?;
+        let mut it = reply.into_iter();
+        self.cursor = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+        while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
+            self.suspects
+                .entry(id)
+                .or_insert((schedule, Instant::now()));
+        }
+        Ok(n)
+    }
+}
+
+/// Recovers one job if recover.lua still finds it lost (`how`: `index` or `orphan`);
+/// true if it was put back.
+pub fn recover_job(
+    store: &mut Store<'_>,
+    id: &str,
+    how: &str,
+    now: i64,
+    settings: &Settings,
+) -> RedisResult<bool> {
+    let mut schedule: Option<String> = redis::cmd("HGET")
+        .arg(&store.keys.schedules)
+        .arg(id)
+        .query(store.con)?;
+    // The schedule may change under us (set/unset); decide again then, a few times.
+    for _ in 0..3 {
+        let (action, due, stored) = match decide_recovery(schedule.as_deref(), now, settings) {
+            None => ("bad", 0, None),
+            Some((Placement::Enqueue, stored)) => ("enqueue", 0, stored),
+            Some((Placement::Timeline(ts), stored)) => ("timeline", ts, stored),
+            Some((Placement::Stop, stored)) => ("stop", 0, stored),
+        };
+        let mut inv = scripts::RECOVER.prepare_invoke();
+        for key in store.keys.job_keys(id) {
+            inv.key(key);
+        }
+        inv.key(&store.keys.failures).key(&store.keys.leases);
+        inv.arg(id)
+            .arg(how)
+            .arg(schedule.as_deref().unwrap_or("\0"))
+            .arg(action)
+            .arg(due)
+            .arg(now)
+            .arg(stored.unwrap_or(""))
+            .arg(store.keys.queue_wake(queue_of(id)))
+            .arg(&store.keys.timeline_wake);
+        let reply: Vec<Option<String>> = inv.invoke(store.con)?;
+        match reply.first().cloned().flatten().as_deref() {
+            Some("changed") => schedule = reply.get(1).cloned().flatten(),
+            Some("alive") | Some("fine") => return Ok(false),
+            Some(result) => {
+                let why = if how == "index" {
+                    "its worker stopped refreshing its lease"
+                } else {
+                    "it was out of circulation"
+                };
+                crate::log_warn!("recovered job {id}: {why}; {result} (status REC)");
+                return Ok(true);
+            }
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
+}
