@@ -45,13 +45,21 @@ pub fn read_schedules_from(mut input: impl Read, name: &str) -> Result<Vec<Sched
         .read_to_end(&mut data)
         .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
     // Line numbers from byte offsets: the csv reader does not count the blank lines it
-    // skips, and a record's offset may point at them.
-    let line_of = |byte: u64| {
+    // skips, and a record's offset may point at them. Offsets only grow, so newlines are
+    // counted once, from the previous offset on.
+    let mut counted = (0usize, 1u64);
+    let mut line_of = |byte: u64| {
         let mut at = (byte as usize).min(data.len());
         while at < data.len() && (data[at] == b'\n' || data[at] == b'\r') {
             at += 1;
         }
-        data[..at].iter().filter(|b| **b == b'\n').count() as u64 + 1
+        let (from, line) = counted;
+        let from = from.min(at);
+        counted = (
+            at,
+            line + data[from..at].iter().filter(|b| **b == b'\n').count() as u64,
+        );
+        counted.1
     };
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)

@@ -32,3 +32,5 @@ pub static RECOVER: LazyLock<Script> = script!("recover.lua");
 pub static SWEEP: LazyLock<Script> = script!("sweep.lua");
 /// `check --repair`: one idempotent fix.
 pub static REPAIR: LazyLock<Script> = script!("repair.lua");
+/// `load`: place a batch of jobs in one call.
+pub static PLACE_MANY: LazyLock<Script> = script!("place_many.lua");

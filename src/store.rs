@@ -141,55 +141,45 @@ pub fn with_store<T>(config: &Config, f: impl FnOnce(&mut Store<'_>) -> Result<T
 }
 
 impl Store<'_> {
-    /// `wake` says whether the script publishes wake-ups itself (single `set`) or leaves
-    /// that to the caller (batches publish once).
-    fn place_invocation<'a>(
-        &self,
-        item: &PlaceItem,
-        now: i64,
-        wake: bool,
-    ) -> redis::ScriptInvocation<'a> {
+    /// Stores a schedule and places the job, atomically, waking dispatchers or workers.
+    pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
         let (act, due) = action(item.placement);
         let mut inv = scripts::PLACE.prepare_invoke();
         for key in self.keys.job_keys(&item.jobid) {
             inv.key(key);
         }
-        let (queue_wake, timeline_wake) = if wake {
-            (
-                self.keys.queue_wake(queue_of(&item.jobid)),
-                self.keys.timeline_wake.clone(),
-            )
-        } else {
-            (String::new(), String::new())
-        };
         inv.arg(&item.jobid)
             .arg(&item.stored)
             .arg(act)
             .arg(due)
             .arg(now)
-            .arg(queue_wake)
-            .arg(timeline_wake)
+            .arg(self.keys.queue_wake(queue_of(&item.jobid)))
+            .arg(&self.keys.timeline_wake)
             .arg(&item.stored_if_running);
-        inv
-    }
-
-    /// Stores a schedule and places the job, atomically.
-    pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
-        let reply: String = self.place_invocation(item, now, true).invoke(self.con)?;
+        let reply: String = inv.invoke(self.con)?;
         Ok(Placed::from_reply(&reply))
     }
 
-    /// Places many jobs in pipelined batches of [`PLACE_BATCH`]; each job is placed
-    /// atomically, and each batch wakes dispatchers and workers once.
+    /// Places many jobs, [`PLACE_BATCH`] per Lua call; each job is placed atomically
+    /// (exactly as [`Store::place`] would), and each batch wakes dispatchers and workers
+    /// once.
     pub fn place_many(&mut self, items: &[PlaceItem], now: i64) -> Result<()> {
-        scripts::PLACE.prepare_invoke().load(self.con)?;
         for batch in items.chunks(PLACE_BATCH) {
-            let mut pipe = redis::pipe();
+            let mut inv = scripts::PLACE_MANY.prepare_invoke();
+            inv.key(&self.keys.schedules)
+                .key(&self.keys.statuses)
+                .key(&self.keys.timeline)
+                .arg(&self.keys.prefix)
+                .arg(now);
             let mut queues = std::collections::BTreeSet::new();
             let mut earliest: Option<i64> = None;
             for item in batch {
-                pipe.invoke_script(&self.place_invocation(item, now, false))
-                    .ignore();
+                let (act, due) = action(item.placement);
+                inv.arg(&item.jobid)
+                    .arg(&item.stored)
+                    .arg(act)
+                    .arg(due)
+                    .arg(&item.stored_if_running);
                 match item.placement {
                     Placement::Enqueue => {
                         queues.insert(queue_of(&item.jobid));
@@ -198,13 +188,17 @@ impl Store<'_> {
                     Placement::Stop => {}
                 }
             }
+            let _: i64 = inv.invoke(self.con)?;
+            let mut pipe = redis::pipe();
             for q in queues {
                 pipe.publish(self.keys.queue_wake(q), 1).ignore();
             }
             if let Some(ts) = earliest {
                 pipe.publish(&self.keys.timeline_wake, ts).ignore();
             }
-            pipe.exec(self.con)?;
+            if !pipe.is_empty() {
+                pipe.exec(self.con)?;
+            }
         }
         Ok(())
     }

@@ -1,7 +1,6 @@
 //! `redbike dispatch` and `redbike load`.
 
 use std::{
-    io::Read,
     process::Child,
     time::{Duration, Instant},
 };
@@ -37,10 +36,7 @@ pub fn finish(mut child: Child, secs: f64) -> (Option<i32>, String) {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
+    let err = stderr_of(&child);
     (status.and_then(|s| s.code()), err)
 }
 

@@ -2,11 +2,12 @@
 //! `redbike` binary and asserts on its exit code and output.
 
 use std::{
-    collections::BTreeMap,
-    io::Write,
+    collections::{BTreeMap, HashMap},
+    io::{Read, Write},
     net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
+    sync::{Arc, LazyLock, Mutex},
     thread,
     time::{Duration, Instant},
 };
@@ -226,10 +227,25 @@ impl Bike {
         Outcome::from(output)
     }
 
-    /// Starts it in the background.
+    /// Starts it in the background. Its stderr is drained by a thread (a busy worker
+    /// would otherwise block on a full pipe); read it with [`stderr_of`].
     pub fn spawn(mut self) -> Child {
-        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        self.cmd.spawn().expect("spawn redbike")
+        self.cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("spawn redbike");
+        let mut pipe = child.stderr.take().expect("stderr is piped");
+        let buf = Arc::new(Mutex::new((Vec::new(), false)));
+        STDERR.lock().unwrap().insert(child.id(), Arc::clone(&buf));
+        thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match pipe.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.lock().unwrap().0.extend_from_slice(&chunk[..n]),
+                }
+            }
+            buf.lock().unwrap().1 = true;
+        });
+        child
     }
 
     /// Runs and asserts success; returns stdout.
@@ -304,6 +320,25 @@ impl Outcome {
         assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
         o
     }
+}
+
+type Drained = Arc<Mutex<(Vec<u8>, bool)>>;
+
+/// Stderr of spawned children by pid, with whether the pipe reached its end.
+static STDERR: LazyLock<Mutex<HashMap<u32, Drained>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// What a spawned child wrote to stderr; after it exited, waits (at most 5 s) for the rest.
+pub fn stderr_of(child: &Child) -> String {
+    let Some(buf) = STDERR.lock().unwrap().get(&child.id()).cloned() else {
+        return String::new();
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !buf.lock().unwrap().1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let text = String::from_utf8_lossy(&buf.lock().unwrap().0).into_owned();
+    text
 }
 
 /// A temporary working directory (so no `.redbike.conf` or timefile leaks in).

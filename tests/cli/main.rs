@@ -1,6 +1,7 @@
 //! Integration tests: the real `redbike` binary against private redis-servers.
 
 mod dispatch;
+mod faults;
 mod harness;
 mod interop;
 mod operator;

@@ -16,7 +16,7 @@ use crate::{
 /// A job script whose behaviour follows its id: `fail*` exits 3, `stop*` 100, `unset*`
 /// 101, `back*` asks for a 30 s backoff, `sleep*` runs 1 s, `hang*` runs 30 s with a
 /// grandchild. Every run appends `start ID` / `end ID` lines with times to $TEST_LOG.
-const JOB: &str = r#"#!/bin/sh
+pub const JOB: &str = r#"#!/bin/sh
 echo "start $1 $(date +%s.%N) $REDBIKE_JOBID $REDBIKE_QUEUE $REDBIKE_PREFIX $REDBIKE_SCHEDULE" >> "$TEST_LOG"
 echo "output of $1"
 case "$1" in
@@ -30,17 +30,20 @@ esac
 echo "end $1 $(date +%s.%N)" >> "$TEST_LOG"
 "#;
 
-struct Setup {
-    s: RedisServer,
-    d: tempfile::TempDir,
+/// A private Redis, a work directory with the job script, and helpers.
+pub struct Setup {
+    /// The Redis.
+    pub s: RedisServer,
+    /// The work directory.
+    pub d: tempfile::TempDir,
 }
 
 impl Setup {
-    fn new() -> Setup {
+    pub fn new() -> Setup {
         Setup::with(RedisServer::start())
     }
 
-    fn with(s: RedisServer) -> Setup {
+    pub fn with(s: RedisServer) -> Setup {
         let d = workdir();
         std::fs::write(path(&d, "job.sh"), JOB).unwrap();
         let _ = std::process::Command::new("chmod")
@@ -50,24 +53,24 @@ impl Setup {
         Setup { s, d }
     }
 
-    fn log(&self) -> PathBuf {
+    pub fn log(&self) -> PathBuf {
         path(&self.d, "runs.log")
     }
 
-    fn set(&self, id: &str, schedule: &str) {
+    pub fn set(&self, id: &str, schedule: &str) {
         bike(&self.s, self.d.path())
             .args(["set", id, schedule])
             .ok();
     }
 
-    fn worker(&self, args: &[&str]) -> Child {
+    pub fn worker(&self, args: &[&str]) -> Child {
         bike(&self.s, self.d.path())
             .env("TEST_LOG", self.log())
             .args(["work"].iter().chain(args).chain(&["--", "./job.sh"]))
             .spawn()
     }
 
-    fn runs(&self) -> Vec<String> {
+    pub fn runs(&self) -> Vec<String> {
         std::fs::read_to_string(self.log())
             .unwrap_or_default()
             .lines()
@@ -76,20 +79,20 @@ impl Setup {
             .collect()
     }
 
-    fn wait_runs(&self, n: usize) -> bool {
+    pub fn wait_runs(&self, n: usize) -> bool {
         wait_until(10.0, || self.runs().len() >= n)
     }
 
-    fn status(&self, id: &str) -> String {
+    pub fn status(&self, id: &str) -> String {
         let v: Option<String> = self.s.con().hget("t-statuses", id).unwrap();
         v.unwrap_or_default()
     }
 
-    fn wait_status(&self, id: &str, event: &str) -> bool {
+    pub fn wait_status(&self, id: &str, event: &str) -> bool {
         wait_until(10.0, || self.status(id).starts_with(event))
     }
 
-    fn stop(&self, child: Child) -> String {
+    pub fn stop(&self, child: Child) -> String {
         bike(&self.s, self.d.path()).args(["control", "HALT"]).ok();
         let (code, err) = finish(child, 15.0);
         assert_eq!(code, Some(0), "{err}");
@@ -97,7 +100,7 @@ impl Setup {
     }
 }
 
-fn score(s: &RedisServer, id: &str) -> Option<i64> {
+pub fn score(s: &RedisServer, id: &str) -> Option<i64> {
     let v: Option<f64> = s.con().zscore("t-timeline", id).unwrap();
     v.map(|v| v as i64)
 }

@@ -1,0 +1,255 @@
+//! Faults: processes killed with SIGKILL, several processes on one prefix, Redis
+//! restarted, Redis unreachable. No job may fall out of circulation or run twice at once.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use redis::Commands;
+
+use crate::{
+    dispatch::{finish, signal},
+    harness::*,
+    work::{Setup, JOB},
+};
+
+/// Kills a worker and every job process group it started (they outlive it otherwise).
+fn kill_worker_and_jobs(t: &Setup, mut worker: std::process::Child) {
+    let _ = worker.kill();
+    let _ = worker.wait();
+    let file = format!("{}.grandchild", t.log().display());
+    if let Some(pid) = std::fs::read_to_string(file)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+    {
+        unsafe {
+            let pgid = libc::getpgid(pid);
+            if pgid > 0 {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+fn conf(t: &Setup) -> String {
+    let p = path(&t.d, "fast.conf");
+    std::fs::write(&p, "[redbike]\nfailure-delay = 1\n").unwrap();
+    p.display().to_string()
+}
+
+fn count(runs: &[String], id: &str) -> usize {
+    runs.iter().filter(|r| *r == id).count()
+}
+
+#[test]
+fn a_job_whose_worker_was_killed_comes_back() {
+    let t = Setup::new();
+    let c = conf(&t);
+    t.set("hang:A", "CONTINUE");
+    t.set("loop:B", "CONTINUE");
+    let disp = bike(&t.s, t.d.path()).args(["-c", &c, "dispatch"]).spawn();
+    let a = t.worker(&["A"]);
+    let b = t.worker(&["B"]);
+    assert!(wait_until(10.0, || count(&t.runs(), "hang:A") == 1));
+    assert!(wait_until(5.0, || std::path::Path::new(&format!(
+        "{}.grandchild",
+        t.log().display()
+    ))
+    .exists()));
+    kill_worker_and_jobs(&t, a);
+    let killed = Instant::now();
+    let loops_then = count(&t.runs(), "loop:B");
+    // The index entry is no longer refreshed: recovered within RECOVER_AFTER (10 s) plus
+    // a pass, then a new worker runs it again.
+    let again = t.worker(&["A", "--grace", "1"]);
+    assert!(
+        wait_until(20.0, || count(&t.runs(), "hang:A") == 2),
+        "not recovered"
+    );
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(16), "recovery took {took:?}");
+    let failure: String = t.s.con().hget("t-failures", "hang:A").unwrap();
+    assert!(failure.starts_with("REC:"), "{failure}");
+    // The other worker was not disturbed.
+    assert!(count(&t.runs(), "loop:B") > loops_then);
+    t.stop(again);
+    t.stop(b);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+}
+
+#[test]
+fn jobs_left_out_by_python_workers_are_swept_back() {
+    let t = Setup::new();
+    // What a Python worker leaves when it dies mid-job and its lease expires.
+    let mut con = t.s.con();
+    let _: () = con.hset("t-schedules", "orphan:A", "CONTINUE").unwrap();
+    let _: () = con.hset("t-statuses", "orphan:A", "WRK:100").unwrap();
+    let _: () = con.hset("t-schedules", "held:A", "CONTINUE").unwrap();
+    let _: () = con.hset("t-statuses", "held:A", "DIE:100").unwrap();
+    let disp = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    assert!(wait_until(30.0, || t
+        .status("orphan:A")
+        .starts_with("REC:")));
+    let queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    let due: Option<f64> = con.zscore("t-timeline", "orphan:A").unwrap();
+    assert!(queued.contains(&"orphan:A".to_string()) || due.is_some());
+    // A failed job held on purpose stays held.
+    assert!(t.status("held:A").starts_with("DIE:"));
+    signal(&disp, libc::SIGTERM);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+}
+
+#[test]
+fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
+    let t = Setup::new();
+    let n = 3000;
+    let rows: String = (0..n)
+        .map(|i| format!("d{i}:{},AT:100\n", ["A", "B"][i % 2]))
+        .collect();
+    std::fs::write(path(&t.d, "due.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "due.csv"]).ok();
+    let mut first = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    std::thread::sleep(Duration::from_millis(30));
+    let _ = first.kill();
+    let _ = first.wait();
+    let second = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    assert!(wait_until(10.0, || t
+        .s
+        .con()
+        .zcard::<_, usize>("t-timeline")
+        .unwrap()
+        == 0));
+    let mut all: Vec<String> = Vec::new();
+    for q in ["A", "B"] {
+        all.extend(
+            t.s.con()
+                .lrange::<_, Vec<String>>(format!("t-work-{q}"), 0, -1)
+                .unwrap(),
+        );
+    }
+    let total = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!((total, all.len()), (n, n));
+    signal(&second, libc::SIGTERM);
+    assert_eq!(finish(second, 5.0).0, Some(0));
+}
+
+/// Runs per job from the log, as (start, end) seconds; asserts no two overlap.
+fn assert_no_overlaps(log: &str) -> HashMap<String, usize> {
+    let mut open: HashMap<String, f64> = HashMap::new();
+    let mut spans: HashMap<String, Vec<(f64, f64)>> = HashMap::new();
+    for line in log.lines() {
+        let mut f = line.split(' ');
+        let (Some(what), Some(id), Some(ts)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let ts: f64 = ts.parse().unwrap_or(0.0);
+        match what {
+            "start" => {
+                open.insert(id.to_string(), ts);
+            }
+            "end" => {
+                if let Some(s) = open.remove(id) {
+                    spans.entry(id.to_string()).or_default().push((s, ts));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (id, mut v) in spans.clone() {
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in v.windows(2) {
+            assert!(w[1].0 >= w[0].1, "{id} ran twice at once: {w:?}");
+        }
+    }
+    spans.into_iter().map(|(k, v)| (k, v.len())).collect()
+}
+
+#[test]
+fn two_dispatchers_and_three_workers_share_a_prefix() {
+    let t = Setup::new();
+    let mut rows = String::new();
+    for i in 0..30 {
+        rows.push_str(&format!("c{i}:A,CONTINUE\n"));
+    }
+    for i in 0..10 {
+        rows.push_str(&format!("s{i}:A,FREQ=SECONDLY\n"));
+    }
+    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let d1 = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    let d2 = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    let workers: Vec<_> = (0..3).map(|_| t.worker(&["A", "-j", "2"])).collect();
+    std::thread::sleep(Duration::from_secs(4));
+    bike(&t.s, t.d.path()).args(["control", "HALT"]).ok();
+    for w in workers.into_iter().chain([d1, d2]) {
+        assert_eq!(finish(w, 10.0).0, Some(0));
+    }
+    let runs = assert_no_overlaps(&std::fs::read_to_string(t.log()).unwrap());
+    assert_eq!(runs.len(), 40, "every job ran");
+    assert!(runs["s0:A"] >= 2, "rules ran again: {runs:?}");
+    bike(&t.s, t.d.path()).args(["control", "RESUME"]).ok();
+    bike(&t.s, t.d.path()).args(["check"]).run().success();
+}
+
+#[test]
+fn a_redis_restart_loses_no_schedule() {
+    let t = Setup::with(RedisServer::start_with(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ]));
+    let rows: String = (0..20).map(|i| format!("c{i}:A,CONTINUE\n")).collect();
+    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let disp = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    let w = t.worker(&["A", "-j", "2"]);
+    assert!(t.wait_runs(40));
+    let Setup { mut s, d } = t;
+    s.restart();
+    let t = Setup { s, d };
+    let before = t.runs().len();
+    assert!(
+        wait_until(20.0, || t.runs().len() >= before + 40),
+        "work did not resume"
+    );
+    let n: usize = t.s.con().hlen("t-schedules").unwrap();
+    assert_eq!(n, 20);
+    let err = t.stop(w);
+    assert!(err.contains("is back after"), "{err}");
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+    assert_no_overlaps(&std::fs::read_to_string(t.log()).unwrap());
+    bike(&t.s, t.d.path()).args(["control", "RESUME"]).ok();
+    bike(&t.s, t.d.path()).args(["check"]).run().success();
+}
+
+#[test]
+fn one_shot_commands_exit_69_when_redis_is_unreachable() {
+    let d = workdir();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    std::fs::write(path(&d, "s.csv"), "a:A,NOW\n").unwrap();
+    std::fs::write(path(&d, "job.sh"), JOB).unwrap();
+    let cases: &[&[&str]] = &[
+        &["set", "j", "NOW"],
+        &["unset", "j"],
+        &["tell", "j"],
+        &["statuses"],
+        &["schedules"],
+        &["control", "HALT"],
+        &["load", "s.csv"],
+        &["check"],
+    ];
+    for args in cases {
+        bare(d.path())
+            .env("REDBIKE_REDIS_URL", format!("redis://127.0.0.1:{port}/0"))
+            .args(*args)
+            .run()
+            .fails(69, "cannot reach redis at redis://127.0.0.1:");
+    }
+}
