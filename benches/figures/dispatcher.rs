@@ -118,6 +118,57 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
     ])
 }
 
+/// `load_busy_queue_per_s`: `redbike load` of N/50 rows while their queue already holds
+/// N other jobs, which shows the cost of placing next to a long queue.
+pub fn load_busy_queue(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    fill_queue(ctx, "bbusy", "A")?;
+    let rows = (ctx.n / 50).max(1);
+    let dir = ctx.server.scratch("load_busy_queue")?;
+    let file = dir.join("schedules.csv");
+    write_schedules(&file, rows)?;
+    let mut cmd = process::redbike(ctx.server, "bbusy", &dir);
+    cmd.arg("load").arg(&file);
+    let secs = process::run(&mut cmd, COMMAND_TIMEOUT)?
+        .elapsed
+        .as_secs_f64();
+    let on_timeline: usize = ctx.server.con()?.zcard("bbusy-timeline")?;
+    ensure_count("jobs on the timeline after load", on_timeline, rows)?;
+    Ok(vec![Measurement::new(
+        "load_busy_queue_per_s",
+        rows as f64 / secs,
+        "jobs/s",
+        format!(
+            "wall time of `redbike load FILE` for {rows} rows `jobI:A,{RULE}` while queue A \
+             holds {} other jobs: {secs:.3} s; Python's set never touches the queue, so \
+             its empty-queue figure applies",
+            ctx.n
+        ),
+    )
+    // Not slower than the original, whose `set` is O(1) however long the queue.
+    .target(Target::TimesPython(1.0))
+    .python("set_rrule_per_s")])
+}
+
+/// Puts N jobs `otherI:Q` into queue `queue` of `prefix`, list and members set alike,
+/// as a dispatcher would.
+fn fill_queue(ctx: &Ctx, prefix: &str, queue: &str) -> Result<()> {
+    let mut con = ctx.server.con()?;
+    let list = format!("{prefix}-work-{queue}");
+    let members = format!("{list}-members");
+    for start in (0..ctx.n).step_by(SETUP_BATCH) {
+        let jobs: Vec<String> = (start..(start + SETUP_BATCH).min(ctx.n))
+            .map(|i| format!("other{i}:{queue}"))
+            .collect();
+        redis::pipe()
+            .lpush(&list, &jobs)
+            .ignore()
+            .sadd(&members, &jobs)
+            .ignore()
+            .exec(&mut con)?;
+    }
+    Ok(())
+}
+
 /// Puts N due jobs on `prefix`'s timeline as the Python baseline does: ZADD with a
 /// past score and HSET schedule STOP.
 fn place_due(ctx: &Ctx, prefix: &str) -> Result<()> {

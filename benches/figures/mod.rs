@@ -36,6 +36,10 @@ pub const GROUPS: &[Group] = &[
         run: dispatcher::load,
     },
     Group {
+        name: "load_busy_queue",
+        run: dispatcher::load_busy_queue,
+    },
+    Group {
         name: "dispatch_due",
         run: dispatcher::dispatch_due,
     },
