@@ -10,7 +10,7 @@ mod support;
 
 use std::{collections::BTreeMap, process::ExitCode, time::Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use figures::{Ctx, GROUPS};
@@ -72,6 +72,7 @@ fn main() -> ExitCode {
 /// Runs every wanted group, then the baseline; prints the table. `Ok(false)` when a
 /// group failed (or, with `--strict`, a target was missed).
 fn run(opts: &Options) -> Result<bool> {
+    check_groups(opts)?;
     let machine = machine();
     println!(
         "machine: {} x {}; {}\nbinary: {}\nN = {}{}",
@@ -96,9 +97,15 @@ fn run(opts: &Options) -> Result<bool> {
     let (measurements, errors) = run_groups(&ctx, opts);
     server.flush()?;
     progress("python baseline");
-    let script = opts.script();
-    let n = opts.python_n.unwrap_or(opts.n);
-    let baseline = python::run(opts.python.as_deref(), &script, &server, n);
+    let baseline = if opts.bench {
+        let n = opts.python_n.unwrap_or(opts.n);
+        python::run(opts.python.as_deref(), &opts.script(), &server, n)
+    } else {
+        python::Baseline {
+            note: "python baseline skipped: smoke run".into(),
+            ..python::Baseline::default()
+        }
+    };
     let rows: Vec<Row> = measurements
         .iter()
         .map(|m| report::judge(m, &baseline.figures, opts.bench))
@@ -118,6 +125,15 @@ fn run(opts: &Options) -> Result<bool> {
     }
     let missed = results.rows.iter().any(|r| r.verdict == Verdict::NotMet);
     Ok(results.errors.is_empty() && !(opts.strict && missed))
+}
+
+/// Refuses `--only` names that are no group, listing the groups.
+fn check_groups(opts: &Options) -> Result<()> {
+    let names: Vec<&str> = GROUPS.iter().map(|g| g.name).collect();
+    match opts.only.iter().find(|o| !names.contains(&o.as_str())) {
+        Some(bad) => bail!("no group {bad:?}; the groups are {}", names.join(", ")),
+        None => Ok(()),
+    }
 }
 
 fn progress(what: &str) {

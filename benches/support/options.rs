@@ -26,7 +26,8 @@ pub struct Options {
     /// Seconds over which the idle dispatcher is watched
     #[arg(long, env = "REDBIKE_BENCH_IDLE_SECONDS", default_value_t = 5.0)]
     pub idle_seconds: f64,
-    /// Only these groups of figures (comma-separated; see the list printed at start)
+    /// Only these groups of figures, comma-separated: load, load_busy_queue, dispatch_due,
+    /// idle_dispatcher, latency
     #[arg(long, value_delimiter = ',', value_name = "GROUP")]
     pub only: Vec<String>,
     /// Also write the results as JSON to this file
@@ -53,7 +54,6 @@ impl Options {
             o.n = o.n.min(2_000);
             o.latency_samples = o.latency_samples.min(2);
             o.idle_seconds = o.idle_seconds.min(1.0);
-            o.python = None;
         }
         o
     }
