@@ -36,14 +36,6 @@ fn write_schedules(path: &Path, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// A store of the library under `prefix`, for the in-process figures.
-fn store(ctx: &Ctx, prefix: &str) -> Result<Store> {
-    Ok(Store {
-        con: ctx.server.con()?,
-        keys: Keys::new(prefix),
-    })
-}
-
 fn ensure_count(what: &str, got: usize, want: usize) -> Result<()> {
     ensure!(got == want, "{what}: expected {want}, found {got}");
     Ok(())
@@ -92,7 +84,11 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
         "bench",
     )?;
     let plan = t.elapsed().as_secs_f64();
-    let mut store = store(ctx, "bload")?;
+    let (mut con, keys) = (ctx.server.con()?, Keys::new("bload"));
+    let mut store = Store {
+        con: &mut con,
+        keys: &keys,
+    };
     let t = Instant::now();
     loader::load(&mut store, &items)?;
     let write = t.elapsed().as_secs_f64();
@@ -191,12 +187,16 @@ fn place_due(ctx: &Ctx, prefix: &str) -> Result<()> {
 /// figure) and by the real binary.
 pub fn dispatch_due(ctx: &Ctx) -> Result<Vec<Measurement>> {
     place_due(ctx, "bdue")?;
-    let mut store = store(ctx, "bdue")?;
+    let (mut con, keys) = (ctx.server.con()?, Keys::new("bdue"));
+    let mut store = Store {
+        con: &mut con,
+        keys: &keys,
+    };
     let t = Instant::now();
     let pass = dispatcher::pass(&mut store, redbike::timestamp::now())?;
     let secs = t.elapsed().as_secs_f64();
     ensure_count("jobs taken by the pass", pass.taken, ctx.n)?;
-    let queued: usize = store.con.llen("bdue-work-A")?;
+    let queued: usize = con.llen("bdue-work-A")?;
     ensure_count("jobs in queue A", queued, ctx.n)?;
     let n = ctx.n as f64;
     let main = Measurement::new(
