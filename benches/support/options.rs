@@ -1,0 +1,74 @@
+//! Options, from arguments after `cargo bench --` or from `REDBIKE_BENCH_*` variables.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// Benchmarks of redbike against its own redis-server, beside the Python original.
+#[derive(Debug, Parser)]
+#[command(name = "bench")]
+pub struct Options {
+    /// Jobs per throughput figure (load, dispatch of due jobs)
+    #[arg(long, env = "REDBIKE_BENCH_N", default_value_t = 100_000)]
+    pub n: usize,
+    /// Python of a venv with redbike 0.13.1, for the baseline column (skipped without)
+    #[arg(long, env = "REDBIKE_BENCH_PYTHON", value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// The baseline script [default: ../shared/bench/py_redbike_bench.py from the repo root]
+    #[arg(long, env = "REDBIKE_BENCH_PYTHON_SCRIPT", value_name = "PATH")]
+    pub python_script: Option<PathBuf>,
+    /// Jobs for the Python baseline [default: --n]
+    #[arg(long, env = "REDBIKE_BENCH_PYTHON_N")]
+    pub python_n: Option<usize>,
+    /// Samples of the dispatch latency (one per second)
+    #[arg(long, env = "REDBIKE_BENCH_LATENCY_SAMPLES", default_value_t = 40)]
+    pub latency_samples: usize,
+    /// Seconds over which the idle dispatcher is watched
+    #[arg(long, env = "REDBIKE_BENCH_IDLE_SECONDS", default_value_t = 5.0)]
+    pub idle_seconds: f64,
+    /// Only these groups of figures, comma-separated: load, load_busy_queue, dispatch_due,
+    /// idle_dispatcher, latency
+    #[arg(long, value_delimiter = ',', value_name = "GROUP")]
+    pub only: Vec<String>,
+    /// Also write the results as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Exit 1 when a target is not met
+    #[arg(long)]
+    pub strict: bool,
+    /// Passed by `cargo bench`; without it (`cargo test --benches`) this is a quick smoke
+    /// run with small figures that judges nothing
+    #[arg(long, hide = true)]
+    pub bench: bool,
+    /// Groups to run, as `cargo bench GROUP` passes them (same as --only)
+    #[arg(hide = true)]
+    pub filter: Vec<String>,
+}
+
+impl Options {
+    /// Reads the command line; a smoke run shrinks every figure so it takes seconds.
+    pub fn parse_args() -> Options {
+        let mut o = Options::parse();
+        o.only.append(&mut o.filter);
+        if !o.bench {
+            o.n = o.n.min(2_000);
+            o.latency_samples = o.latency_samples.min(2);
+            o.idle_seconds = o.idle_seconds.min(1.0);
+        }
+        o
+    }
+
+    /// The baseline script: `--python-script`, else `../shared/bench/...` beside the repo.
+    pub fn script(&self) -> PathBuf {
+        self.python_script.clone().unwrap_or_else(|| {
+            let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/bench/py_redbike_bench.py");
+            p.canonicalize().unwrap_or(p)
+        })
+    }
+
+    /// Whether the group `name` is to run.
+    pub fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+}
