@@ -5,4 +5,5 @@ mod faults;
 mod harness;
 mod interop;
 mod operator;
+mod soak;
 mod work;
