@@ -105,20 +105,27 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             detail,
             queue: queue.to_string(),
         };
-        (self.emit)(&f);
         if kind == "held" || kind == "bad" {
+            (self.emit)(&f);
             self.summary.held += 1;
             return Ok(());
         }
+        // Confirm (or fix) atomically: the walk is not a snapshot, and a job that moved
+        // meanwhile is no problem.
+        if !self.fix(&f, None, !self.repair)? {
+            return Ok(());
+        }
+        (self.emit)(&f);
         self.summary.problems += 1;
-        if self.repair && self.fix(&f, None)? {
+        if self.repair {
             self.summary.repaired += 1;
         }
         Ok(())
     }
 
-    /// Runs repair.lua for a finding; `schedule` for unparsable ones.
-    fn fix(&mut self, f: &Finding, schedule: Option<&str>) -> RedisResult<bool> {
+    /// Runs repair.lua for a finding (`dry`: only whether its condition holds);
+    /// `schedule` for unparsable ones.
+    fn fix(&mut self, f: &Finding, schedule: Option<&str>, dry: bool) -> RedisResult<bool> {
         let k = &self.store.keys;
         let changed: i64 = scripts::REPAIR
             .key(&k.schedules)
@@ -132,6 +139,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .arg(&f.jobid)
             .arg(schedule.unwrap_or(""))
             .arg(crate::timestamp::now())
+            .arg(if dry { "dry" } else { "" })
             .invoke(self.store.con)?;
         Ok(changed > 0)
     }
@@ -337,12 +345,43 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             detail: why,
             queue: q.to_string(),
         };
+        if !self.fix(&f, Some(text), !self.repair)? {
+            return Ok(()); // changed meanwhile
+        }
         (self.emit)(&f);
         self.summary.problems += 1;
-        if self.repair && self.fix(&f, Some(text))? {
+        if self.repair {
             self.summary.repaired += 1;
         }
         Ok(())
+    }
+
+    /// Where each job is: (on timeline, queued, leased, status), read atomically.
+    fn places(
+        &mut self,
+        jobs: &[&(String, String)],
+    ) -> RedisResult<Vec<(bool, bool, bool, Option<String>)>> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = scripts::PLACES.prepare_invoke();
+        inv.key(&self.store.keys.timeline)
+            .key(&self.store.keys.statuses)
+            .arg(&self.store.keys.prefix);
+        for (id, _) in jobs {
+            inv.arg(id);
+        }
+        let flat: Vec<redis::Value> = inv.invoke(self.store.con)?;
+        Ok(flat
+            .chunks_exact(4)
+            .map(|c| {
+                let flag = |v: &redis::Value| matches!(v, redis::Value::Int(1));
+                let status = redis::from_redis_value::<Option<String>>(c[3].clone())
+                    .ok()
+                    .flatten();
+                (flag(&c[0]), flag(&c[1]), flag(&c[2]), status)
+            })
+            .collect())
     }
 
     fn check_schedule_chunk(
@@ -362,24 +401,10 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         for ((id, text), why) in unparsable {
             self.check_unparsable(id, text, why)?;
         }
-        let k = &self.store.keys;
-        let mut pipe = redis::pipe();
-        for (id, _) in &live {
-            let q = queue_of(id);
-            pipe.zscore(&k.timeline, id)
-                .sismember(k.members(q), id)
-                .exists(k.lease(id))
-                .hget(&k.statuses, id);
-        }
-        type Places = (Option<f64>, bool, bool, Option<String>);
-        let places: Vec<Places> = if live.is_empty() {
-            Vec::new()
-        } else {
-            pipe.query(self.store.con)?
-        };
+        let places = self.places(&live)?;
         for ((id, text), (score, queued, leased, status)) in live.into_iter().zip(places) {
             let q = queue_of(id);
-            match (score.is_some(), queued, leased) {
+            match (score, queued, leased) {
                 (false, false, false)
                     if status.as_deref().is_some_and(|s| s.starts_with("DIE:")) =>
                 {
