@@ -12,6 +12,9 @@ use crate::{
     keys::queue_of, recovery, schedule::Schedule, scripts, store::Store, worker::Settings,
 };
 
+/// Where a job is: on the timeline, queued, leased, and its status.
+type Places = (bool, bool, bool, Option<String>);
+
 /// Items read per SCAN-family call and per pipelined check.
 const CHUNK: usize = 1000;
 
@@ -357,10 +360,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     }
 
     /// Where each job is: (on timeline, queued, leased, status), read atomically.
-    fn places(
-        &mut self,
-        jobs: &[&(String, String)],
-    ) -> RedisResult<Vec<(bool, bool, bool, Option<String>)>> {
+    fn places(&mut self, jobs: &[&(String, String)]) -> RedisResult<Vec<Places>> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
