@@ -168,6 +168,10 @@ pub enum Command {
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
+    // A panic is a bug, never a user's mistake: one line, no backtrace noise.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("redbike: internal error (please report it): {info}");
+    }));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
