@@ -163,12 +163,15 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    crate::log::init(cli.verbose, cli.quiet);
+    if let Err(e) = crate::log::init(cli.verbose, cli.quiet) {
+        eprintln!("{}", crate::log::error_line(&e.to_string()));
+        return ExitCode::Usage as i32;
+    }
     match execute(cli) {
         Ok(code) => code as i32,
         Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("redbike: {e}");
+            eprintln!("{}", crate::log::error_line(&e.to_string()));
             e.exit_code() as i32
         }
     }

@@ -18,8 +18,13 @@ redbike.conf.example); .redbike.timefile is the dispatcher's clock (config key t
 
 Environment: REDBIKE_CONFIG names the config file (like --config); REDBIKE_REDIS_URL \
 the Redis URL (like --redis-url; keeps passwords out of files); REDBIKE_PREFIX the key \
-prefix (like --prefix). When JOURNAL_STREAM is set (under systemd), log lines carry \
-journald priorities and no timestamp.
+prefix (like --prefix); REDBIKE_LOG the log level, error, warn, info (the default) or \
+debug (-v and -q beat it: any of them counts from info).
+
+Logs: one line per event on stderr, ts=TIME level=LEVEL msg=\"TEXT\", the message a \
+JSON string (quotes and newlines escaped). When stderr is the journal stream named by \
+JOURNAL_STREAM (under systemd), lines start with journald's priority (<3> error, <4> \
+warn, <6> info, <7> debug) instead of the timestamp.
 
 Exit codes: 0 success; 1 any other failure; 2 usage error or bad input, nothing was \
 written to Redis; 69 Redis unreachable; 128+N a dispatcher or worker ended by a second \

@@ -4,4 +4,5 @@ mod dispatch;
 mod harness;
 mod interop;
 mod operator;
+mod ops;
 mod work;

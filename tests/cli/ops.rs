@@ -1,0 +1,3 @@
+//! Operations: log lines.
+
+mod logs;
