@@ -18,6 +18,7 @@ use crate::{
     help, jobid, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
+    stats,
     status::Status,
     store::{with_store, PlaceItem, Placed},
     timefile, timestamp, worker,
@@ -155,6 +156,20 @@ pub enum Command {
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
+    /// Print figures about the prefix: queues, timeline, running jobs, statuses
+    #[command(after_long_help = help::STATS)]
+    Stats {
+        /// Output format: text for people, json, or prometheus for node_exporter's textfile collector
+        #[arg(long, value_enum, default_value_t = stats::Format::Text, value_name = "FORMAT")]
+        format: stats::Format,
+        /// Queues to report on, e.g. A:B [default: `queues` in the config]
+        #[arg(long, value_name = "QUEUES")]
+        queues: Option<String>,
+        /// Also find every queue (SCAN of the whole keyspace) and count jobs per status
+        /// event (HSCAN of the statuses); their cost grows with the data
+        #[arg(long)]
+        scan: bool,
+    },
 }
 
 /// Runs the command line `args` and returns the process exit code.
@@ -238,6 +253,11 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         Command::Dispatch { schedules, after } => {
             cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
         }
+        Command::Stats {
+            format,
+            queues,
+            scan,
+        } => cmd_stats(&config, format, queues.as_deref(), scan),
     }
 }
 
@@ -513,5 +533,25 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         .install_signals(false)
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
     worker::run(config, Arc::new(runner), settings, &shutdown)?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_stats(
+    config: &Config,
+    format: stats::Format,
+    queues: Option<&str>,
+    scan: bool,
+) -> Result<ExitCode> {
+    let queues = match queues.or(config.worker.queues.as_deref()) {
+        Some(text) => stats::parse_queue_names(text)?,
+        None => Vec::new(),
+    };
+    let opts = stats::Options { queues, scan };
+    let figures = with_store(config, |store| {
+        stats::collect(store, &opts, timestamp::now())
+    })?;
+    out()
+        .write_all(stats::render(&figures, format).as_bytes())
+        .map_err(|e| Error::io("cannot write output", e))?;
     Ok(ExitCode::Success)
 }

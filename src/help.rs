@@ -42,7 +42,9 @@ redbike work A -j 4 -- /usr/local/bin/run-job
 
 redbike schedules > backup.csv && redbike load backup.csv
 
-redbike control HALT";
+redbike control HALT
+
+redbike stats --format prometheus";
 
 /// Schedule syntax and semantics, for `set`, `load` and `next`.
 pub const SCHEDULES: &str = "\
@@ -103,3 +105,26 @@ timefile). The timefile holds the time of the last completed pass; the first pas
 --after, else the timefile, else now. control HALT stops it within a second; a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
 with capped backoff.";
+
+/// `stats`: what each figure is and which need a scan.
+pub const STATS: &str = "\
+Figures: schedules (HLEN of PREFIX-schedules); whether PREFIX-control says HALT; the \
+timeline's size, the jobs due now or earlier and how late the oldest of them is \
+(ZCARD, ZCOUNT, ZRANGE 0 0); running jobs from the lease index PREFIX-leases (ZCARD, \
+0 when absent; Python workers do not write it, so their jobs are not counted); per \
+queue its length and how long its next job has waited, from that job's ENQ status \
+(LLEN, LINDEX -1, HGET). These are cheap: a few round trips whatever the size of the \
+data.
+
+Queues reported: those of --queues, else of `queues` in the config; with --scan also \
+every non-empty queue found by SCAN of PREFIX-work-*.
+
+--scan also counts jobs per status event (HSCAN of PREFIX-statuses) and lease keys of \
+any worker, Python's included. SCAN walks the whole keyspace and HSCAN every status, so \
+their cost grows with the data: use them for a look, or every few minutes, not every \
+second on a large instance.
+
+--format prometheus writes gauges named redbike_* with labels prefix and queue (and \
+event) in the text exposition format, for node_exporter's textfile collector; write to \
+a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
+--format json writes one object whose fields are only ever added.";

@@ -1,3 +1,4 @@
-//! Operations: log lines.
+//! Operations: log lines and `stats`.
 
 mod logs;
+mod stats;
