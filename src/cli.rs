@@ -170,6 +170,24 @@ pub enum Command {
         #[arg(long)]
         scan: bool,
     },
+    /// Print a shell completion script
+    #[command(after_long_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+}
+
+/// The shells `redbike completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    /// bash (with the bash-completion package)
+    Bash,
+    /// zsh
+    Zsh,
+    /// fish
+    Fish,
 }
 
 /// Runs the command line `args` and returns the process exit code.
@@ -209,6 +227,10 @@ fn usage_error(e: clap::Error) -> i32 {
 }
 
 fn execute(cli: Cli) -> Result<ExitCode> {
+    // Completion scripts depend on nothing but the clap definitions: no config needed.
+    if let Command::Completions { shell } = cli.command {
+        return cmd_completions(shell);
+    }
     let overrides = Overrides {
         config: cli.config,
         redis_url: cli.redis_url,
@@ -258,6 +280,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             queues,
             scan,
         } => cmd_stats(&config, format, queues.as_deref(), scan),
+        Command::Completions { shell } => cmd_completions(shell),
     }
 }
 
@@ -552,6 +575,23 @@ fn cmd_stats(
     })?;
     out()
         .write_all(stats::render(&figures, format).as_bytes())
+        .map_err(|e| Error::io("cannot write output", e))?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_completions(shell: CompletionShell) -> Result<ExitCode> {
+    use clap::CommandFactory;
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    // clap_complete panics when its writer fails; render into memory, then write, so a
+    // closed pipe is an ordinary error.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "redbike", &mut script);
+    out()
+        .write_all(&script)
         .map_err(|e| Error::io("cannot write output", e))?;
     Ok(ExitCode::Success)
 }

@@ -128,3 +128,10 @@ second on a large instance.
 event) in the text exposition format, for node_exporter's textfile collector; write to \
 a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
 --format json writes one object whose fields are only ever added.";
+
+/// `completions`: how to install the scripts.
+pub const COMPLETIONS: &str = "\
+Install: redbike completions bash > /etc/bash_completion.d/redbike (or \
+~/.local/share/bash-completion/completions/redbike); redbike completions zsh > \
+\"${fpath[1]}/_redbike\"; redbike completions fish > \
+~/.config/fish/completions/redbike.fish.";

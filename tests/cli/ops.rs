@@ -1,4 +1,5 @@
-//! Operations: log lines and `stats`.
+//! Operations: log lines, `stats` and shell completions.
 
+mod completions;
 mod logs;
 mod stats;
