@@ -222,7 +222,8 @@ fn usage_error(e: clap::Error) -> i32 {
         .next()
         .unwrap_or("invalid usage")
         .trim_start_matches("error: ");
-    eprintln!("redbike: {first}; try 'redbike --help'");
+    let message = format!("{first}; try 'redbike --help'");
+    eprintln!("{}", crate::log::error_line(&message));
     ExitCode::Usage as i32
 }
 

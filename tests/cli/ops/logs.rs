@@ -166,6 +166,11 @@ fn under_the_journal_lines_carry_priorities_and_no_ts() {
         err.starts_with("<3>redbike: unknown control signal"),
         "{err}"
     );
+    // So is a usage error caught by the argument parser.
+    let (child, err) = spawn_journaled(&s, d.path(), &["dispatch", "--bogus"]);
+    assert_eq!(finish(child, 10.0).0, Some(2));
+    let err = err.join().unwrap();
+    assert!(err.starts_with("<3>redbike: unexpected argument"), "{err}");
 }
 
 #[test]
