@@ -319,8 +319,16 @@ fn render_text(s: &Stats) -> String {
         format!("halted      {}", if s.halted { "yes" } else { "no" }),
         format!("schedules   {}", s.schedules),
         format!(
-            "timeline    {} job(s), {} due, the oldest due {}s late",
-            s.timeline.jobs, s.timeline.due, s.timeline.oldest_due_lateness_seconds
+            "timeline    {} job(s), {} due{}",
+            s.timeline.jobs,
+            s.timeline.due,
+            match s.timeline.due {
+                0 => String::new(),
+                _ => format!(
+                    ", the oldest due {}s late",
+                    s.timeline.oldest_due_lateness_seconds
+                ),
+            }
         ),
         format!(
             "running     {} (from {}; Python workers' jobs are not counted)",
@@ -531,6 +539,15 @@ mod tests {
         assert!(out.contains("queue=\"B\\\\n\"} 1\n"), "{out}");
         // Unknown age: no sample for B.
         assert_eq!(out.matches("redbike_queue_oldest_age_seconds{").count(), 1);
+    }
+
+    #[test]
+    fn text_leaves_out_lateness_when_nothing_is_due() {
+        let mut s = sample();
+        assert!(render_text(&s).contains("2 job(s), 1 due, the oldest due 7s late\n"));
+        s.timeline.due = 0;
+        s.timeline.oldest_due_lateness_seconds = 0;
+        assert!(render_text(&s).contains("2 job(s), 0 due\n"));
     }
 
     #[test]
