@@ -19,6 +19,7 @@ use crate::{
     help, jobid, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
+    stats,
     status::Status,
     store::{with_store, PlaceItem, Placed},
     timefile, timestamp, worker,
@@ -164,6 +165,38 @@ pub enum Command {
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
+    /// Print figures about the prefix: queues, timeline, running jobs, statuses
+    #[command(after_long_help = help::STATS)]
+    Stats {
+        /// Output format: text for people, json, or prometheus for node_exporter's textfile collector
+        #[arg(long, value_enum, default_value_t = stats::Format::Text, value_name = "FORMAT")]
+        format: stats::Format,
+        /// Queues to report on, e.g. A:B [default: `queues` in the config]
+        #[arg(long, value_name = "QUEUES")]
+        queues: Option<String>,
+        /// Also find every queue (SCAN of the whole keyspace) and count jobs per status
+        /// event (HSCAN of the statuses); their cost grows with the data
+        #[arg(long)]
+        scan: bool,
+    },
+    /// Print a shell completion script
+    #[command(after_long_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+}
+
+/// The shells `redbike completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    /// bash (with the bash-completion package)
+    Bash,
+    /// zsh
+    Zsh,
+    /// fish
+    Fish,
 }
 
 /// Runs the command line `args` and returns the process exit code.
@@ -176,12 +209,15 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    crate::log::init(cli.verbose, cli.quiet);
+    if let Err(e) = crate::log::init(cli.verbose, cli.quiet) {
+        eprintln!("{}", crate::log::error_line(&e.to_string()));
+        return ExitCode::Usage as i32;
+    }
     match execute(cli) {
         Ok(code) => code as i32,
         Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("redbike: {e}");
+            eprintln!("{}", crate::log::error_line(&e.to_string()));
             e.exit_code() as i32
         }
     }
@@ -199,11 +235,16 @@ fn usage_error(e: clap::Error) -> i32 {
         .next()
         .unwrap_or("invalid usage")
         .trim_start_matches("error: ");
-    eprintln!("redbike: {first}; try 'redbike --help'");
+    let message = format!("{first}; try 'redbike --help'");
+    eprintln!("{}", crate::log::error_line(&message));
     ExitCode::Usage as i32
 }
 
 fn execute(cli: Cli) -> Result<ExitCode> {
+    // Completion scripts depend on nothing but the clap definitions: no config needed.
+    if let Command::Completions { shell } = cli.command {
+        return cmd_completions(shell);
+    }
     let overrides = Overrides {
         config: cli.config,
         redis_url: cli.redis_url,
@@ -249,6 +290,12 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         Command::Dispatch { schedules, after } => {
             cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
         }
+        Command::Stats {
+            format,
+            queues,
+            scan,
+        } => cmd_stats(&config, format, queues.as_deref(), scan),
+        Command::Completions { shell } => cmd_completions(shell),
     }
 }
 
@@ -569,4 +616,41 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     } else {
         ExitCode::Success
     })
+}
+
+fn cmd_stats(
+    config: &Config,
+    format: stats::Format,
+    queues: Option<&str>,
+    scan: bool,
+) -> Result<ExitCode> {
+    let queues = match queues.or(config.worker.queues.as_deref()) {
+        Some(text) => stats::parse_queue_names(text)?,
+        None => Vec::new(),
+    };
+    let opts = stats::Options { queues, scan };
+    let figures = with_store(config, |store| {
+        stats::collect(store, &opts, timestamp::now())
+    })?;
+    out()
+        .write_all(stats::render(&figures, format).as_bytes())
+        .map_err(|e| Error::io("cannot write output", e))?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_completions(shell: CompletionShell) -> Result<ExitCode> {
+    use clap::CommandFactory;
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    // clap_complete panics when its writer fails; render into memory, then write, so a
+    // closed pipe is an ordinary error.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "redbike", &mut script);
+    out()
+        .write_all(&script)
+        .map_err(|e| Error::io("cannot write output", e))?;
+    Ok(ExitCode::Success)
 }

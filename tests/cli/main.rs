@@ -6,5 +6,6 @@ mod faults;
 mod harness;
 mod interop;
 mod operator;
+mod ops;
 mod soak;
 mod work;
