@@ -9,7 +9,12 @@ use std::collections::HashMap;
 use redis::RedisResult;
 
 use crate::{
-    keys::queue_of, recovery, schedule::Schedule, scripts, store::Store, worker::Settings,
+    keys::{glob_escape, queue_of},
+    recovery,
+    schedule::Schedule,
+    scripts,
+    store::{Scan, Store},
+    worker::Settings,
 };
 
 /// Where a job is: on the timeline, queued, leased, and its status.
@@ -58,16 +63,6 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     emit: F,
     /// Counts.
     summary: Summary,
-}
-
-/// Escapes glob characters so a prefix matches itself in SCAN MATCH.
-fn glob_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| match c {
-            '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
-            c => vec![c],
-        })
-        .collect()
 }
 
 impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
@@ -164,24 +159,12 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     }
 
     fn scan_keys(&mut self, pattern: &str, ty: &str) -> RedisResult<Vec<String>> {
-        let mut cursor = 0u64;
+        let mut scan = Scan::new("SCAN", None, &["MATCH", pattern, "TYPE", ty]);
         let mut out = Vec::new();
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .arg("TYPE")
-                .arg(ty)
-                .query(self.store.con)?;
+        while let Some(keys) = scan.next_page::<String>(self.store.con)? {
             out.extend(keys);
-            if next == 0 {
-                return Ok(out);
-            }
-            cursor = next;
         }
+        Ok(out)
     }
 
     fn check_queue(&mut self, q: &str) -> RedisResult<()> {
@@ -213,22 +196,13 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 self.check_entry(q, id, entries[id], member)?;
             }
         }
-        let mut cursor = 0u64;
-        loop {
-            let (next, members): (u64, Vec<String>) = redis::cmd("SSCAN")
-                .arg(&members_key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .query(self.store.con)?;
+        let mut scan = Scan::new("SSCAN", Some(&members_key), &[]);
+        while let Some(members) = scan.next_page::<String>(self.store.con)? {
             for id in members.iter().filter(|id| !entries.contains_key(*id)) {
                 self.found("member-without-entry", id, q, format!("queue {q}"))?;
             }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
         }
+        Ok(())
     }
 
     fn check_entry(&mut self, q: &str, id: &str, count: usize, member: bool) -> RedisResult<()> {
@@ -267,14 +241,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         } else {
             "status-of-unknown-job"
         };
-        let mut cursor = 0u64;
-        loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd(scan)
-                .arg(&key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .query(self.store.con)?;
+        let mut walk = Scan::new(scan, Some(&key), &[]);
+        while let Some(page) = walk.next_page::<String>(self.store.con)? {
             let ids: Vec<&String> = page.iter().step_by(2).collect();
             let mut pipe = redis::pipe();
             for id in &ids {
@@ -290,34 +258,21 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                     self.found(kind, id, queue_of(id), String::new())?;
                 }
             }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
         }
+        Ok(())
     }
 
     fn check_schedules(&mut self) -> RedisResult<()> {
         let key = self.store.keys.schedules.clone();
         let mut lost = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd("HSCAN")
-                .arg(&key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .query(self.store.con)?;
+        let mut walk = Scan::new("HSCAN", Some(&key), &[]);
+        while let Some(page) = walk.next_page::<String>(self.store.con)? {
             let jobs: Vec<(String, String)> = page
                 .chunks(2)
                 .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
                 .collect();
             self.summary.jobs += jobs.len();
             self.check_schedule_chunk(&jobs, &mut lost)?;
-            if next == 0 {
-                break;
-            }
-            cursor = next;
         }
         // Put lost jobs back last, when a Python reschedule caught mid-way has finished.
         if self.repair {

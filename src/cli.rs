@@ -67,6 +67,28 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The `work` flags, each beating its config key.
+#[derive(Debug, clap::Args)]
+pub struct WorkFlags {
+    /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
+    pub queues: Option<String>,
+    /// Jobs run at once [default: `concurrency` in the config, else 1]
+    #[arg(short = 'j', long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Seconds a job may run, for every queue [default: per-queue `timeouts`, else `default-timeout`]
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Seconds between SIGTERM and SIGKILL when a job is stopped [default: 5]
+    #[arg(long, value_name = "SECS")]
+    pub grace: Option<u64>,
+    /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub on_failure: Option<OnFailure>,
+    /// The command to run per job (after `--`); the job id is appended
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -126,25 +148,7 @@ pub enum Command {
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
     #[command(after_long_help = help::WORK)]
-    Work {
-        /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
-        queues: Option<String>,
-        /// Jobs run at once [default: `concurrency` in the config, else 1]
-        #[arg(short = 'j', long, value_name = "N")]
-        concurrency: Option<usize>,
-        /// Seconds a job may run, for every queue [default: per-queue `timeouts`, else `default-timeout`]
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<u64>,
-        /// Seconds between SIGTERM and SIGKILL when a job is stopped [default: 5]
-        #[arg(long, value_name = "SECS")]
-        grace: Option<u64>,
-        /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
-        #[arg(long, value_enum, value_name = "WHAT")]
-        on_failure: Option<OnFailure>,
-        /// The command to run per job (after `--`); the job id is appended
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    Work(WorkFlags),
     /// Check the prefix for jobs out of circulation and inconsistent keys; CSV rows
     /// KIND,JOBID,DETAIL on stdout, a summary on stderr, exit 1 when anything is wrong
     #[command(after_long_help = help::CHECK)]
@@ -267,24 +271,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             count,
             after,
         } => cmd_next(&config, &schedule, count, after.as_deref()),
-        Command::Work {
-            queues,
-            concurrency,
-            timeout,
-            grace,
-            on_failure,
-            command,
-        } => cmd_work(
-            &config,
-            WorkFlags {
-                queues,
-                concurrency,
-                timeout,
-                grace,
-                on_failure,
-                command,
-            },
-        ),
+        Command::Work(flags) => cmd_work(&config, flags),
         Command::Check { repair } => cmd_check(&config, repair),
         Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
         Command::Dispatch { schedules, after } => {
@@ -508,16 +495,6 @@ fn cmd_dispatch(
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
     dispatcher::run(config, dispatcher::Options { after, preload }, &shutdown)?;
     Ok(ExitCode::Success)
-}
-
-/// The `work` flags, each beating its config key.
-struct WorkFlags {
-    queues: Option<String>,
-    concurrency: Option<usize>,
-    timeout: Option<u64>,
-    grace: Option<u64>,
-    on_failure: Option<OnFailure>,
-    command: Vec<String>,
 }
 
 fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {

@@ -16,8 +16,9 @@ use serde::Serialize;
 
 use crate::{
     error::{Error, Result},
+    keys::glob_escape,
     status::{Status, ENQ},
-    store::Store,
+    store::{Scan, Store},
     timestamp,
 };
 
@@ -197,21 +198,11 @@ fn scan_work_keys(store: &mut Store<'_>) -> Result<WorkKeys> {
         queues: BTreeSet::new(),
         lease_keys: 0,
     };
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query(store.con)?;
+    let mut scan = Scan::new("SCAN", None, &["MATCH", &pattern]);
+    while let Some(keys) = scan.next_page::<Vec<u8>>(store.con)? {
         classify_page(store, &stem, &keys, &mut found)?;
-        if next == 0 {
-            return Ok(found);
-        }
-        cursor = next;
     }
+    Ok(found)
 }
 
 /// Classifies one SCAN page with one pipelined TYPE per key.
@@ -261,18 +252,6 @@ fn type_name(v: &Value) -> String {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         _ => String::new(),
     }
-}
-
-/// Escapes the glob characters of SCAN MATCH, so a prefix like `a*` matches itself.
-fn glob_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Counts statuses per event with HSCAN; returns the counts and the unparsable ones.
