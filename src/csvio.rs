@@ -32,71 +32,154 @@ pub struct ScheduleRow {
 }
 
 /// Reads and validates a whole `JOBID,SCHEDULE` file; the first bad row is an error
-/// naming its line, and then nothing may be written.
+/// naming its line, and then nothing may be written. A file that cannot be read is bad
+/// input too (exit 2): it was named by the operator, and nothing was written.
 pub fn read_schedules(path: &Path) -> Result<Vec<ScheduleRow>> {
-    let file = File::open(path).map_err(|e| Error::io(format!("cannot read {path:?}"), e))?;
+    let file = File::open(path).map_err(|e| Error::Input(format!("cannot read {path:?}: {e}")))?;
     read_schedules_from(file, &path.display().to_string())
 }
 
 /// [`read_schedules`] from any reader; `name` names the source in messages.
+///
+/// The file is RFC 4180 CSV as Python's `csv` module writes it (and `redbike schedules`
+/// does), read strictly: a leading UTF-8 byte order mark is skipped, CRLF, LF and CR
+/// line ends are all accepted, and empty lines are skipped; but a quote that is never
+/// closed, text after a closing quote, or a quote inside an unquoted field is an error.
+/// Lenient readers (the `csv` crate, Python's) silently turn `"a"b` into `ab` or swallow
+/// the rest of the file into one field; a schedules file should never be guessed at.
 pub fn read_schedules_from(mut input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
     let mut data = Vec::new();
     input
         .read_to_end(&mut data)
-        .map_err(|e| Error::io(format!("cannot read {name}"), e))?;
-    // Line numbers from byte offsets: the csv reader does not count the blank lines it
-    // skips, and a record's offset may point at them. Offsets only grow, so newlines are
-    // counted once, from the previous offset on.
-    let mut counted = (0usize, 1u64);
-    let mut line_of = |byte: u64| {
-        let mut at = (byte as usize).min(data.len());
-        while at < data.len() && (data[at] == b'\n' || data[at] == b'\r') {
-            at += 1;
-        }
-        let (from, line) = counted;
-        let from = from.min(at);
-        counted = (
-            at,
-            line + data[from..at].iter().filter(|b| **b == b'\n').count() as u64,
-        );
-        counted.1
-    };
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(&data[..]);
+        .map_err(|e| Error::Input(format!("cannot read {name}: {e}")))?;
     let mut rows = Vec::new();
-    let mut record = csv::ByteRecord::new();
-    loop {
-        let start = reader.position().byte();
-        match reader.read_byte_record(&mut record) {
-            Ok(false) => return Ok(rows),
-            Ok(true) => {}
-            Err(e) => {
-                let at = e.position().map_or(start, |p| p.byte());
-                return Err(Error::Input(format!(
-                    "{name}: line {}: {}",
-                    line_of(at),
-                    csv_error(&e)
-                )));
+    parse_records(&data, name, |line, fields| {
+        rows.push(parse_row(&fields, line, name)?);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// The UTF-8 byte order mark some editors (and Excel) put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Splits `data` into CSV records and calls `each(line, fields)` for each, where `line`
+/// is the 1-based line the record starts on. Empty lines are not records.
+fn parse_records(
+    data: &[u8],
+    name: &str,
+    mut each: impl FnMut(u64, Vec<Vec<u8>>) -> Result<()>,
+) -> Result<()> {
+    let bad = |line: u64, msg: String| Error::Input(format!("{name}: line {line}: {msg}"));
+    let mut i = if data.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut line: u64 = 1;
+    // Consumes the line end at `i` (CRLF, LF or a lone CR), if there is one.
+    let line_end = |i: &mut usize, line: &mut u64| -> bool {
+        match data.get(*i) {
+            Some(b'\n') => *i += 1,
+            Some(b'\r') => {
+                *i += 1;
+                if data.get(*i) == Some(&b'\n') {
+                    *i += 1;
+                }
             }
+            _ => return false,
         }
-        let line = line_of(record.position().map_or(start, |p| p.byte()));
-        rows.push(parse_row(&record, line, name)?);
+        *line += 1;
+        true
+    };
+    while i < data.len() {
+        if line_end(&mut i, &mut line) {
+            continue; // an empty line
+        }
+        let start_line = line;
+        let mut fields = Vec::new();
+        loop {
+            let column = fields.len() + 1;
+            let mut field = Vec::new();
+            if data.get(i) == Some(&b'"') {
+                let open_line = line;
+                i += 1;
+                loop {
+                    match data.get(i) {
+                        None => {
+                            return Err(bad(
+                                open_line,
+                                format!(
+                                    "column {column} opens a quote that is never closed; \
+                                     end the field with \" (write \"\" for a quote inside it)"
+                                ),
+                            ))
+                        }
+                        Some(b'"') if data.get(i + 1) == Some(&b'"') => {
+                            field.push(b'"');
+                            i += 2;
+                        }
+                        Some(b'"') => {
+                            i += 1;
+                            break;
+                        }
+                        Some(&b) => {
+                            // Count line ends as line_end does (CRLF once, lone CR too).
+                            if b == b'\n' || (b == b'\r' && data.get(i + 1) != Some(&b'\n')) {
+                                line += 1;
+                            }
+                            field.push(b);
+                            i += 1;
+                        }
+                    }
+                }
+                if !matches!(data.get(i), None | Some(b',' | b'\n' | b'\r')) {
+                    return Err(bad(
+                        line,
+                        format!(
+                            "column {column} has text after its closing quote; \
+                             write \"\" for a quote inside a quoted field"
+                        ),
+                    ));
+                }
+            } else {
+                let rest = &data[i..];
+                let len = rest
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'\n' | b'\r' | b'"'))
+                    .unwrap_or(rest.len());
+                if rest.get(len) == Some(&b'"') {
+                    return Err(bad(
+                        line,
+                        format!(
+                            "column {column} holds a quote but is not quoted; quote the \
+                             whole field and double the quote, e.g. \"a\"\"b\""
+                        ),
+                    ));
+                }
+                field.extend_from_slice(&rest[..len]);
+                i += len;
+            }
+            fields.push(field);
+            if data.get(i) == Some(&b',') {
+                i += 1;
+                continue; // a trailing comma means one more, empty, field
+            }
+            line_end(&mut i, &mut line);
+            break;
+        }
+        each(start_line, fields)?;
     }
+    Ok(())
 }
 
 /// Checks one `JOBID,SCHEDULE` record.
-fn parse_row(record: &csv::ByteRecord, line: u64, name: &str) -> Result<ScheduleRow> {
+fn parse_row(fields: &[Vec<u8>], line: u64, name: &str) -> Result<ScheduleRow> {
     let bad = |msg: String| Error::Input(format!("{name}: line {line}: {msg}"));
-    if record.len() != 2 {
+    if fields.len() != 2 {
         return Err(bad(format!(
             "expected 2 columns (JOBID,SCHEDULE), found {}",
-            record.len()
+            fields.len()
         )));
     }
     let field = |i: usize| {
-        std::str::from_utf8(&record[i])
+        std::str::from_utf8(&fields[i])
             .map(str::to_string)
             .map_err(|_| bad(format!("column {} is not valid UTF-8", i + 1)))
     };
@@ -109,13 +192,6 @@ fn parse_row(record: &csv::ByteRecord, line: u64, name: &str) -> Result<Schedule
         text,
         schedule,
     })
-}
-
-fn csv_error(e: &csv::Error) -> String {
-    match e.kind() {
-        csv::ErrorKind::Io(io) => io.to_string(),
-        _ => e.to_string(),
-    }
 }
 
 /// A CSV writer that emits its rows sorted by their first field, spilling sorted runs
@@ -248,5 +324,59 @@ mod tests {
         );
         let e = read_schedules_from("a:A,NOW\n\nb:A,FREQ=NOPE\n".as_bytes(), "f.csv").unwrap_err();
         assert!(e.to_string().starts_with("f.csv: line 3: "), "{e}");
+    }
+
+    fn ids(data: &[u8]) -> Vec<(u64, String, String)> {
+        read_schedules_from(data, "f.csv")
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.line, r.jobid, r.text))
+            .collect()
+    }
+
+    fn err(data: &[u8]) -> String {
+        read_schedules_from(data, "f.csv").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn accepts_bom_crlf_cr_blank_lines_and_quoting() {
+        let row = |l: u64, id: &str, s: &str| (l, id.to_string(), s.to_string());
+        assert_eq!(
+            ids(b"\xEF\xBB\xBFa:A,NOW\r\n\r\nb:A,STOP\rc:A,CONTINUE"),
+            [
+                row(1, "a:A", "NOW"),
+                row(3, "b:A", "STOP"),
+                row(4, "c:A", "CONTINUE")
+            ]
+        );
+        assert_eq!(
+            ids(b"\"a,\"\"x\"\":A\",\"DTSTART:20240101T000000Z\r\nRRULE:FREQ=DAILY\"\r\nz:A,NOW\r\n"),
+            [
+                row(1, "a,\"x\":A", "DTSTART:20240101T000000Z\r\nRRULE:FREQ=DAILY"),
+                row(3, "z:A", "NOW")
+            ]
+        );
+        assert!(ids(b"").is_empty());
+        assert!(ids(b"\xEF\xBB\xBF\n\n").is_empty());
+    }
+
+    #[test]
+    fn refuses_bad_quoting() {
+        assert!(
+            err(b"a:A,NOW\n\"b:A,NOW\nc:A,NOW\n")
+                .starts_with("f.csv: line 2: column 1 opens a quote that is never closed"),
+            "{}",
+            err(b"a:A,NOW\n\"b:A,NOW\n")
+        );
+        assert!(
+            err(b"\"a\"b:A,NOW\n").contains("line 1: column 1 has text after its closing quote")
+        );
+        assert!(err(b"a:A,\"NO\"W\n").contains("column 2 has text after its closing quote"));
+        assert!(err(b"a\"b:A,NOW\n").contains("column 1 holds a quote but is not quoted"));
+        assert!(err(b"a:A,NOW,\n").contains("found 3"));
+        assert!(
+            err(b"x:A,\"DTSTART:20240101T000000Z\nRRULE:FREQ=DAILY\"\nb:A\n")
+                .starts_with("f.csv: line 3: expected 2 columns")
+        );
     }
 }
