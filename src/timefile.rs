@@ -15,11 +15,20 @@ pub fn read(path: &Path) -> Result<Option<i64>> {
     let t = text.trim();
     // The original writes whole seconds; accept a fraction as well.
     let whole = t.split_once('.').map_or(t, |(w, _)| w);
-    whole.parse::<i64>().map(Some).map_err(|_| {
+    let shown = crate::schedule::clip(t);
+    let ts = whole.parse::<i64>().map_err(|_| {
         Error::Input(format!(
-            "timefile {path:?} holds {t:?}, not unix seconds; fix or delete it"
+            "timefile {path:?} holds {shown:?}, not unix seconds; fix or delete it"
         ))
-    })
+    })?;
+    // A time outside 1970..9999 is a corrupt file, not a clock: taken as the reference
+    // instant it would stop every rule (nothing after 9999) or catch up on decades.
+    if !(0..=crate::timestamp::MAX_UNIX).contains(&ts) {
+        return Err(Error::Input(format!(
+            "timefile {path:?} holds {shown:?}, outside 1970..9999; fix or delete it"
+        )));
+    }
+    Ok(Some(ts))
 }
 
 /// The temporary file written before the rename: `TIMEFILE.0`, like the original.
@@ -72,5 +81,11 @@ mod tests {
         assert!(!temp_path(&p).exists());
         fs::write(&p, "junk").unwrap();
         assert!(read(&p).is_err());
+        for bad in ["-1", "253402300800", "99999999999999999999999"] {
+            fs::write(&p, bad).unwrap();
+            assert!(read(&p).is_err(), "{bad}");
+        }
+        fs::write(&p, "1700000000.5\n").unwrap();
+        assert_eq!(read(&p).unwrap(), Some(1_700_000_000));
     }
 }

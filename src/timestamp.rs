@@ -3,6 +3,8 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
+use crate::schedule::clip;
+
 /// The latest instant accepted: 9999-12-31T23:59:59Z.
 pub const MAX_UNIX: i64 = 253_402_300_799;
 
@@ -22,28 +24,49 @@ pub fn parse(text: &str, tz: Tz) -> Result<i64, String> {
         parse_iso(t, tz)?
     };
     if !(0..=MAX_UNIX).contains(&value) {
-        return Err(format!(
-            "timestamp {text:?} is out of range; use a time between 1970 and 9999"
-        ));
+        return Err(out_of_range(text));
     }
     Ok(value)
+}
+
+fn out_of_range(text: &str) -> String {
+    format!(
+        "timestamp {:?} is out of range; use a time between 1970 and 9999",
+        clip(text)
+    )
 }
 
 fn parse_unix(t: &str) -> Result<i64, String> {
     let whole = t.split_once('.').map_or(t, |(w, _)| w);
     if let Some((_, frac)) = t.split_once('.') {
         if frac.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("timestamp {t:?} is not a number of unix seconds"));
+            return Err(format!(
+                "timestamp {:?} is not a number of unix seconds",
+                clip(t)
+            ));
         }
     }
-    whole
-        .parse::<i64>()
-        .map_err(|_| format!("timestamp {t:?} is not a number of unix seconds (or is too large)"))
+    whole.parse::<i64>().map_err(|_| {
+        format!(
+            "timestamp {:?} is not a number of unix seconds (or is too large)",
+            clip(t)
+        )
+    })
 }
 
 fn parse_iso(t: &str, tz: Tz) -> Result<i64, String> {
     let bad = || {
-        format!("timestamp {t:?} is neither unix seconds nor ISO 8601 (e.g. 2024-01-01T09:00:00Z)")
+        // chrono reads at most four year digits; a date in the year 10000 or later is
+        // out of range rather than unreadable.
+        let unsigned = t.strip_prefix('+').unwrap_or(t);
+        let year_digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+        if year_digits > 4 && unsigned.as_bytes().get(year_digits) == Some(&b'-') {
+            return out_of_range(t);
+        }
+        format!(
+            "timestamp {:?} is neither unix seconds nor ISO 8601 (e.g. 2024-01-01T09:00:00Z)",
+            clip(t)
+        )
     };
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
         return Ok(dt.timestamp());
@@ -117,5 +140,9 @@ mod tests {
             assert!(parse(bad, Tz::UTC).is_err(), "{bad}");
         }
         assert!(parse("253402300800", Tz::UTC).is_err());
+        for far in ["10000-01-01", "+10000-01-01T00:00:00Z", "99999999999999"] {
+            let e = parse(far, Tz::UTC).unwrap_err();
+            assert!(e.contains("out of range"), "{far}: {e}");
+        }
     }
 }

@@ -23,6 +23,24 @@ pub enum Schedule {
     Rule(Box<Rule>),
 }
 
+/// The longest schedule accepted, in bytes. The longest rule without repeated values
+/// (every BYYEARDAY, BYSETPOS and numbered BYDAY at once, a DTSTART with the longest
+/// zone name) is about 11 KiB; anything longer is a mistake, and error messages and
+/// status lines should not carry megabytes.
+pub const MAX_SCHEDULE_BYTES: usize = 16 * 1024;
+
+/// How many characters of a schedule (or part of one) an error message shows.
+const SHOWN_CHARS: usize = 100;
+
+/// `text` for an error message: whole when short, else its start and its length, so a
+/// message stays one readable line however long the input was.
+pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => text.into(),
+        Some((end, _)) => format!("{}... ({} bytes)", &text[..end], text.len()).into(),
+    }
+}
+
 /// Why a schedule was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -31,8 +49,19 @@ pub enum ScheduleError {
         "schedule is empty; use NOW, AT:TS, CONTINUE, STOP or an RRULE like FREQ=DAILY;BYHOUR=9"
     )]
     Empty,
+    /// The schedule is longer than [`MAX_SCHEDULE_BYTES`].
+    #[error(
+        "schedule {:?} is {len} bytes long; the limit is {MAX_SCHEDULE_BYTES}",
+        clip(.text)
+    )]
+    TooLong {
+        /// The schedule as given.
+        text: String,
+        /// Its length in bytes.
+        len: usize,
+    },
     /// `AT:` is followed by something that is not a timestamp.
-    #[error("bad AT schedule {text:?}: {message}")]
+    #[error("bad AT schedule {:?}: {message}", clip(.text))]
     At {
         /// The schedule as given.
         text: String,
@@ -40,7 +69,7 @@ pub enum ScheduleError {
         message: String,
     },
     /// The recurrence rule is malformed or cannot be evaluated.
-    #[error("bad schedule {text:?}: {source}")]
+    #[error("bad schedule {:?}: {source}", clip(.text))]
     Rule {
         /// The schedule as given.
         text: String,
@@ -64,6 +93,12 @@ impl Schedule {
     /// Parses a schedule; keywords and rules are case-insensitive and may carry
     /// surrounding white space.
     pub fn parse(text: &str) -> Result<Schedule, ScheduleError> {
+        if text.len() > MAX_SCHEDULE_BYTES {
+            return Err(ScheduleError::TooLong {
+                text: text.to_string(),
+                len: text.len(),
+            });
+        }
         let t = text.trim();
         if t.is_empty() {
             return Err(ScheduleError::Empty);

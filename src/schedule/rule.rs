@@ -41,6 +41,7 @@ use std::ops::ControlFlow;
 use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
+use super::{clip, MAX_SCHEDULE_BYTES};
 use engine::{days_from_civil, days_in_month, Freq, Plan, ScanEnd, Spec, DAY, MAX_LOCAL};
 
 /// Why a rule could not be parsed or evaluated. Every message is one
@@ -51,7 +52,7 @@ pub enum RuleError {
     #[error("{0}")]
     Syntax(String),
     /// One `NAME=value` part of the RRULE is invalid.
-    #[error("invalid rrule part \"{part}\": {reason}")]
+    #[error("invalid rrule part \"{}\": {reason}", super::clip(.part))]
     InvalidPart {
         /// The offending part as written, e.g. `FREQ=DAYLY`.
         part: String,
@@ -122,6 +123,12 @@ impl Rule {
     /// Lines may be separated by `\n`, `\r\n` or spaces. A DTSTART may also
     /// be a date (`DTSTART;VALUE=DATE:20240101`), meaning 00:00:00.
     pub fn parse(text: &str) -> Result<Rule, RuleError> {
+        if text.len() > MAX_SCHEDULE_BYTES {
+            return Err(RuleError::Syntax(format!(
+                "rule is {} bytes long; the limit is {MAX_SCHEDULE_BYTES}",
+                text.len()
+            )));
+        }
         let text = text.trim();
         if text.is_empty() {
             return Err(RuleError::Syntax(
@@ -145,14 +152,16 @@ impl Rule {
                 &token[6..]
             } else if upper.starts_with("RRULE;") {
                 return Err(RuleError::Syntax(format!(
-                    "unsupported RRULE parameters in \"{token}\": write RRULE:FREQ=..."
+                    "unsupported RRULE parameters in \"{}\": write RRULE:FREQ=...",
+                    clip(token)
                 )));
             } else if token.contains('=') && !token.contains(':') {
                 token
             } else {
                 let name = token.split([':', ';']).next().unwrap_or(token);
                 return Err(RuleError::Syntax(format!(
-                    "unsupported line \"{name}\": only DTSTART and RRULE (or a bare FREQ=... rule) are supported"
+                    "unsupported line \"{}\": only DTSTART and RRULE (or a bare FREQ=... rule) are supported",
+                    clip(name)
                 )));
             };
             if rule_text.is_some() {
@@ -373,7 +382,8 @@ struct DateValue {
 fn parse_date_value(what: &str, v: &str) -> Result<DateValue, RuleError> {
     let bad = || {
         RuleError::Syntax(format!(
-            "invalid {what} \"{v}\": write YYYYMMDDTHHMMSS, YYYYMMDDTHHMMSSZ or YYYYMMDD"
+            "invalid {what} \"{}\": write YYYYMMDDTHHMMSS, YYYYMMDDTHHMMSSZ or YYYYMMDD",
+            clip(v)
         ))
     };
     let b = v.as_bytes();
@@ -436,14 +446,15 @@ fn find_zone(name: &str) -> Result<Tz, RuleError> {
         .iter()
         .copied()
         .find(|tz| tz.name().eq_ignore_ascii_case(name))
-        .ok_or_else(|| RuleError::UnknownZone(name.to_string()))
+        .ok_or_else(|| RuleError::UnknownZone(clip(name).into_owned()))
 }
 
 fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
     let rest = &token[7..];
     let Some((params, value)) = rest.split_once(':') else {
         return Err(RuleError::Syntax(format!(
-            "invalid DTSTART \"{token}\": write DTSTART:20240101T090000 or DTSTART;TZID=Europe/Berlin:20240101T090000"
+            "invalid DTSTART \"{}\": write DTSTART:20240101T090000 or DTSTART;TZID=Europe/Berlin:20240101T090000",
+            clip(token)
         )));
     };
     let mut zone: Option<Tz> = None;
@@ -464,12 +475,14 @@ fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
                 false
             } else {
                 return Err(RuleError::Syntax(format!(
-                    "invalid DTSTART parameter \"{param}\": VALUE must be DATE or DATE-TIME"
+                    "invalid DTSTART parameter \"{}\": VALUE must be DATE or DATE-TIME",
+                    clip(param)
                 )));
             });
         } else {
             return Err(RuleError::Syntax(format!(
-                "unsupported DTSTART parameter \"{param}\": only TZID and VALUE are supported"
+                "unsupported DTSTART parameter \"{}\": only TZID and VALUE are supported",
+                clip(param)
             )));
         }
     }
@@ -477,14 +490,16 @@ fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
     if let Some(want) = want_date {
         if want != dv.date_only {
             return Err(RuleError::Syntax(format!(
-                "DTSTART value \"{value}\" does not match its VALUE parameter: use YYYYMMDD for DATE, YYYYMMDDTHHMMSS for DATE-TIME"
+                "DTSTART value \"{}\" does not match its VALUE parameter: use YYYYMMDD for DATE, YYYYMMDDTHHMMSS for DATE-TIME",
+                clip(value)
             )));
         }
     }
     Ok(match (zone, dv.utc) {
         (Some(_), true) => {
             return Err(RuleError::Syntax(format!(
-                "DTSTART \"{token}\" has both a TZID and a trailing Z: use one of them"
+                "DTSTART \"{}\" has both a TZID and a trailing Z: use one of them",
+                clip(token)
             )))
         }
         (Some(tz), false) => Start::Zoned(tz, dv.local),
@@ -532,7 +547,8 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
         let Some((name, value)) = part.split_once('=') else {
             return Err(err("expected NAME=VALUE, e.g. FREQ=DAILY".into()));
         };
-        let name = name.to_ascii_uppercase();
+        // Clipped: an unknown name is echoed in the message, and could be long.
+        let name = clip(&name.to_ascii_uppercase()).into_owned();
         if seen.contains(&name) {
             return Err(err(format!(
                 "{name} is given more than once: give each part once"
@@ -554,7 +570,8 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
             for item in value.split(',') {
                 let n: i64 = item.parse().map_err(|_| {
                     err(format!(
-                        "{name} values must be whole numbers in {range}, got \"{item}\""
+                        "{name} values must be whole numbers in {range}, got \"{}\"",
+                        clip(item)
                     ))
                 })?;
                 if n < lo || n > hi || (nonzero && n == 0) {
@@ -571,7 +588,8 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
             match value.parse::<i64>() {
                 Ok(n) if n > 0 && n <= i64::from(u32::MAX) && !value.starts_with('+') => Ok(n),
                 _ => Err(err(format!(
-                    "{name} must be a positive whole number, got {value}"
+                    "{name} must be a positive whole number, got {}",
+                    clip(value)
                 ))),
             }
         };
@@ -612,7 +630,8 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
                     let bad = || {
                         err(format!(
                             "BYDAY items must be a weekday (MO, TU, WE, TH, FR, SA, SU) with an optional \
-                             number 1..=53 or -53..=-1 before it, got \"{item}\""
+                             number 1..=53 or -53..=-1 before it, got \"{}\"",
+                            clip(item)
                         ))
                     };
                     if item.len() < 2 || !item.is_char_boundary(item.len() - 2) {
