@@ -18,6 +18,12 @@ pub enum JobIdError {
     /// The id holds a control character (newline, tab, NUL...).
     #[error("job id {0:?} contains a control character")]
     Control(String),
+    /// The id, or the queue name at its end, starts or ends with white space.
+    #[error(
+        "job id {0:?} has white space at its start or end, or around its queue name \
+         (the part after the last ':'); remove it"
+    )]
+    Whitespace(String),
     /// The id ends with `:`, so it names no queue.
     #[error("job id {0:?} ends with ':'; the part after the last ':' names its queue")]
     NoQueue(String),
@@ -37,8 +43,14 @@ pub fn validate(id: &str) -> Result<(), JobIdError> {
     if id.chars().any(char::is_control) {
         return Err(JobIdError::Control(id.to_string()));
     }
-    if queue_of(id).is_empty() {
+    let queue = queue_of(id);
+    if queue.is_empty() {
         return Err(JobIdError::NoQueue(id.to_string()));
+    }
+    // Workers trim the queue names they are given, so a job in queue " A" or "A " could
+    // never be claimed; an id padded with spaces is a copy-and-paste mistake.
+    if id.trim() != id || queue.trim() != queue {
+        return Err(JobIdError::Whitespace(id.to_string()));
     }
     // `P-work-Q-` + id == `P-work-Q-members` exactly when the id is "members".
     if id == "members" {
@@ -61,6 +73,13 @@ mod tests {
             Err(JobIdError::TooLong(2000))
         ));
         assert!(validate("x;rm -rf /:A").is_ok());
+        assert!(validate("a b:c d").is_ok());
+        for padded in [" j:A", "j:A ", "j: A", "j :A\u{a0}", "\u{3000}j"] {
+            assert!(
+                matches!(validate(padded), Err(JobIdError::Whitespace(_))),
+                "{padded:?}"
+            );
+        }
         assert!(validate("job1").is_ok());
     }
 }
