@@ -89,8 +89,9 @@ pub struct WorkerSettings {
     pub failure_delay: u64,
 }
 
-/// Connection settings of `[redbike-redis]`, as redis-py takes them.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// Connection settings of `[redbike-redis]`, as redis-py takes them. Its `Debug` masks
+/// the password (in `password` and in `url`), so a stray `{:?}` leaks nothing.
+#[derive(Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RedisSettings {
     /// A full URL, `redis://[user[:password]@]host[:port][/db]`.
@@ -105,6 +106,19 @@ pub struct RedisSettings {
     pub username: Option<String>,
     /// Password (prefer `$REDBIKE_REDIS_URL` to keep it out of files).
     pub password: Option<String>,
+}
+
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("url", &self.url.as_deref().map(mask_url))
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("db", &self.db)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .finish()
+    }
 }
 
 /// The effective configuration of one command.
@@ -164,6 +178,10 @@ impl Config {
             None => FileConfig::default(),
         };
         let mut config = Config::from_file(file, path)?;
+        // The file's own values are checked even when a flag or the environment beats
+        // them: a broken file must not pass in one shell and fail in the next.
+        check_prefix(&config.prefix)?;
+        config.redis.connection_info()?;
         if let Some(url) = &overrides.redis_url {
             config.redis = RedisSettings {
                 url: Some(url.clone()),
@@ -265,30 +283,71 @@ fn one_line_toml_error(text: &str, e: &toml::de::Error) -> String {
     let line = text.lines().nth(line_no - 1).unwrap_or("");
     match line.split_once('=') {
         Some((key, _)) if !message.contains("unknown field") => {
-            format!("line {line_no}, key `{}`: {message}", key.trim())
+            let key = key.trim();
+            // toml quotes the offending value (`password = 12345` says "integer `12345`");
+            // the values of these keys may be secrets.
+            let message = if key == "password" || key == "url" {
+                redact_quoted(&message)
+            } else {
+                message
+            };
+            format!("line {line_no}, key `{key}`: {message}")
         }
         _ => format!("line {line_no}: {message}"),
     }
 }
 
+/// Replaces whatever stands between backticks or double quotes with `***`.
+fn redact_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut open: Option<char> = None;
+    for c in message.chars() {
+        match open {
+            Some(q) if c == q => {
+                out.push_str("***");
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if c == '`' || c == '"' {
+                    open = Some(c);
+                }
+            }
+        }
+    }
+    if open.is_some() {
+        out.push_str("***");
+    }
+    out
+}
+
 impl RedisSettings {
     /// The connection parameters, validated.
     pub fn connection_info(&self) -> Result<ConnectionInfo, ConfigError> {
-        let bad = |message: String| ConfigError::Value {
-            key: "redbike-redis.url",
-            message,
-        };
+        let bad = |key: &'static str, message: String| ConfigError::Value { key, message };
+        if self.port == Some(0) {
+            return Err(bad(
+                "redbike-redis.port",
+                "port 0 is not a port; give 1..=65535".into(),
+            ));
+        }
+        if let Some(db) = self.db.filter(|db| *db < 0) {
+            return Err(bad(
+                "redbike-redis.db",
+                format!("database number {db} is negative; give 0 or more"),
+            ));
+        }
         if let Some(url) = &self.url {
             if self.host.is_some() || self.port.is_some() {
-                return Err(bad("give either url or host/port, not both".into()));
+                return Err(bad(
+                    "redbike-redis.url",
+                    "give either url or host/port, not both".into(),
+                ));
             }
-            let info = url.as_str().into_connection_info().map_err(|e| {
-                bad(format!(
-                    "{}: {}",
-                    mask_url(url),
-                    e.detail().unwrap_or("invalid URL")
-                ))
-            })?;
+            let info = parse_url(url)
+                .map_err(|why| bad("redbike-redis.url", format!("{}: {why}", mask_url(url))))?;
             return Ok(self.apply_auth(info));
         }
         let host = self.host.as_deref().unwrap_or("127.0.0.1");
@@ -335,24 +394,102 @@ impl RedisSettings {
     }
 }
 
-/// Masks the password of a URL (`redis://user:***@host`); leaves other text alone.
+/// Parses a Redis URL as redis-rs does, with a message that says what is wrong (redis-rs
+/// says "Redis URL did not parse" for most problems), and refuses port 0 and negative
+/// database numbers, which redis-rs takes and then fails on when connecting.
+fn parse_url(url: &str) -> Result<ConnectionInfo, String> {
+    const FORM: &str = "write redis://[user:password@]host[:port][/db] or unix:///path/to/socket";
+    let parsed = url::Url::parse(url).map_err(|e| {
+        let hint = if url.contains('@') {
+            " (characters such as / ? # @ in a user name or password must be percent-encoded)"
+        } else {
+            ""
+        };
+        format!("not a valid URL: {e}{hint}; {FORM}")
+    })?;
+    let scheme = parsed.scheme();
+    if !matches!(
+        scheme,
+        "redis" | "rediss" | "valkey" | "valkeys" | "redis+unix" | "valkey+unix" | "unix"
+    ) {
+        return Err(format!("unsupported scheme {scheme:?}; {FORM}"));
+    }
+    if parsed.port() == Some(0) {
+        return Err("port 0 is not a port; give 1..=65535".into());
+    }
+    let info = url.into_connection_info().map_err(|e| {
+        // redis-rs renders "DESCRIPTION - KIND[: DETAIL]"; the kind means nothing here.
+        let text = e.to_string();
+        let description = text.split(" - ").next().unwrap_or(&text).to_string();
+        match e.detail() {
+            Some(detail) => format!("{description}: {detail}"),
+            None => description,
+        }
+    })?;
+    if info.redis_settings().db() < 0 {
+        return Err(format!(
+            "database number {} is negative; give 0 or more",
+            info.redis_settings().db()
+        ));
+    }
+    Ok(info)
+}
+
+/// Masks passwords in a URL: the password of its user info (`redis://user:***@host`) and
+/// `pass=`/`password=` query values (`redis+unix:///sock?pass=***`); leaves other text
+/// alone. It does not parse the URL, so it also masks URLs too malformed to parse (a
+/// password with an unencoded `/`, `?`, `#` or `@` must not leak through the very error
+/// that says the URL is bad): every stretch that might be a password is hidden, and when
+/// the two readings overlap, both are.
 pub fn mask_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_string();
-    };
-    let userinfo = &rest[..at];
-    let masked = match userinfo.split_once(':') {
-        Some((user, _)) => format!("{user}:***"),
-        None if userinfo.is_empty() => String::new(),
-        // `redis://secret@host` (redis-rs reads a lone userinfo as the password).
-        None => "***".to_string(),
-    };
-    format!("{}{}{}", &url[..scheme_end + 3], masked, &rest[at..])
+    // Byte ranges to hide; every bound sits next to an ASCII delimiter, so on a char
+    // boundary.
+    let mut hidden: Vec<(usize, usize)> = Vec::new();
+    // The last '@' ends the user info: a password may hold an unencoded '@'. A unix
+    // socket URL has no user info: what follows "://" is its path.
+    if let Some(at) = url.rfind('@') {
+        let start = url.find("://").map_or(0, |i| i + 3);
+        if start < at && !url[start..].starts_with('/') {
+            match url[start..at].split_once(':') {
+                // A user name never holds these unencoded; if "the user" does, the '@'
+                // is not where a well-formed URL has it: hide all of it.
+                Some((user, _)) if !user.contains(['/', '?', '#']) => {
+                    hidden.push((start + user.len() + 1, at))
+                }
+                // `redis://secret@host` (a lone user info may be meant as a password).
+                _ => hidden.push((start, at)),
+            }
+        }
+    }
+    let lower = url.to_ascii_lowercase();
+    for key in ["pass=", "password="] {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(key) {
+            let k = from + i;
+            from = k + key.len();
+            if k > 0 && matches!(url.as_bytes()[k - 1], b'?' | b'&') {
+                let end = url[from..].find(['&', '#']).map_or(url.len(), |e| from + e);
+                hidden.push((from, end));
+            }
+        }
+    }
+    hidden.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (s, e) in hidden {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let mut out = String::with_capacity(url.len());
+    let mut pos = 0;
+    for (s, e) in merged {
+        out.push_str(&url[pos..s]);
+        out.push_str("***");
+        pos = e;
+    }
+    out.push_str(&url[pos..]);
+    out
 }
 
 #[cfg(test)]
@@ -365,6 +502,102 @@ mod tests {
         assert_eq!(mask_url("redis://:pw@h"), "redis://:***@h");
         assert_eq!(mask_url("redis://h:6379"), "redis://h:6379");
         assert_eq!(mask_url("rediss://u:p@ss@h"), "rediss://u:***@h");
+        // Malformed URLs (the ones whose error message shows them) leak nothing either.
+        assert_eq!(mask_url("redis://u:pa/ss@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(mask_url("redis://u:pa?ss#x@h"), "redis://u:***@h");
+        assert_eq!(mask_url("u:secret@h:6379"), "u:***@h:6379");
+        assert_eq!(mask_url("redis://secret@h"), "redis://***@h");
+        assert_eq!(
+            mask_url("redis+unix:///tmp/r.sock?db=1&pass=secret&user=u"),
+            "redis+unix:///tmp/r.sock?db=1&pass=***&user=u"
+        );
+        assert_eq!(
+            mask_url("redis+unix:///tmp/r.sock?pass=se:cr@et"),
+            "redis+unix:///tmp/r.sock?pass=***"
+        );
+        assert_eq!(mask_url("redis://u:x?pass=y@h"), "redis://u:***");
+        assert_eq!(
+            mask_url("unix:///s?PASSWORD=x#f"),
+            "unix:///s?PASSWORD=***#f"
+        );
+        for url in [
+            "redis://u:secret@h",
+            "redis://u:se/cret@h",
+            "redis://:secret@h",
+            "redis+unix:///s?pass=secret",
+            "redis+unix:///s?pass=se@cret",
+            "redis+unix:///s?pass=se:c@ret",
+            "redis://u:x?pass=secret@h",
+            "redis://h/0?pass=se@cret",
+            "redis://h/0?pass=se:c@ret",
+        ] {
+            let masked = mask_url(url);
+            for piece in ["secret", "se", "cret", "ret"] {
+                assert!(!masked.contains(piece), "{url} -> {masked}");
+            }
+        }
+    }
+
+    #[test]
+    fn debug_masks_passwords() {
+        let s = RedisSettings {
+            url: Some("redis://u:secret@h".into()),
+            password: Some("hunter2".into()),
+            ..RedisSettings::default()
+        };
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("secret") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn url_errors_name_the_problem_and_hide_the_password() {
+        let err = |url: &str| {
+            RedisSettings {
+                url: Some(url.into()),
+                ..RedisSettings::default()
+            }
+            .connection_info()
+            .unwrap_err()
+            .to_string()
+        };
+        for (url, part) in [
+            ("nope", "not a valid URL"),
+            ("http://h", "unsupported scheme \"http\""),
+            ("redis://h:99999", "invalid port number"),
+            ("redis://h:0", "port 0"),
+            ("redis://h/abc", "Invalid database number"),
+            ("redis://h/-1", "negative"),
+            ("redis://", "Missing hostname"),
+            ("redis://u:pa/ss@h", "percent-encoded"),
+        ] {
+            let e = err(url);
+            assert!(e.contains(part), "{url}: {e}");
+            assert!(!e.contains("pa/ss"), "{url}: {e}");
+        }
+        let table = |port, db| RedisSettings {
+            port,
+            db,
+            ..RedisSettings::default()
+        };
+        assert!(table(Some(0), None).connection_info().is_err());
+        assert!(table(None, Some(-1)).connection_info().is_err());
+        assert!(table(Some(6380), Some(3)).connection_info().is_ok());
+    }
+
+    #[test]
+    fn toml_errors_hide_secret_values() {
+        for text in [
+            "[redbike-redis]\npassword = 12345\n",
+            "[redbike-redis]\nurl = 12345\n",
+        ] {
+            let e = toml::from_str::<FileConfig>(text).unwrap_err();
+            let msg = one_line_toml_error(text, &e);
+            assert!(!msg.contains("12345"), "{msg}");
+            assert!(msg.contains("expected a string"), "{msg}");
+        }
     }
 
     #[test]
