@@ -1,5 +1,6 @@
 //! Integration tests: the real `redbike` binary against private redis-servers.
 
+mod bad_input;
 mod check;
 mod dispatch;
 mod faults;

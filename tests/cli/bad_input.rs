@@ -1,0 +1,849 @@
+//! Bad input, table-driven: malformed rules, AT timestamps, CSV files, config files, job
+//! ids and timestamps. Every case must exit 2 with one line on stderr that names the
+//! problem, print nothing on stdout, never panic, never show a password, and leave Redis
+//! exactly as it was. One private Redis, seeded with jobs and a HALT, serves the whole
+//! table; each case runs in a fresh working directory.
+
+use std::{ffi::OsString, os::unix::ffi::OsStringExt};
+
+use crate::harness::*;
+
+/// The password used in cases whose input holds one; it must never be printed.
+const SECRET: &str = "s3cret";
+
+/// One malformed invocation of `redbike`.
+struct Case {
+    /// What the case is about, for the failure report.
+    name: &'static str,
+    args: Vec<OsString>,
+    /// Files written into the case's working directory first.
+    files: Vec<(&'static str, Vec<u8>)>,
+    env: Vec<(&'static str, OsString)>,
+    stdin: Option<Vec<u8>>,
+    /// A distinctive part of the error line.
+    expect: String,
+}
+
+fn case(name: &'static str, args: &[&str], expect: &str) -> Case {
+    Case {
+        name,
+        args: args.iter().map(OsString::from).collect(),
+        files: Vec::new(),
+        env: Vec::new(),
+        stdin: None,
+        expect: expect.to_string(),
+    }
+}
+
+impl Case {
+    fn file(mut self, name: &'static str, data: impl Into<Vec<u8>>) -> Case {
+        self.files.push((name, data.into()));
+        self
+    }
+
+    fn env(mut self, key: &'static str, value: impl Into<OsString>) -> Case {
+        self.env.push((key, value.into()));
+        self
+    }
+
+    fn stdin(mut self, data: impl Into<Vec<u8>>) -> Case {
+        self.stdin = Some(data.into());
+        self
+    }
+
+    fn arg_bytes(mut self, arg: &[u8]) -> Case {
+        self.args.push(OsString::from_vec(arg.to_vec()));
+        self
+    }
+}
+
+/// `set j:A RULE`.
+fn rule(name: &'static str, text: &str, expect: &str) -> Case {
+    case(name, &["set", "j:A", text], expect)
+}
+
+/// `set j:A NOW` with a config file holding `toml`.
+fn config(name: &'static str, toml: &str, expect: &str) -> Case {
+    case(name, &["-c", "rb.toml", "set", "j:A", "NOW"], expect).file("rb.toml", toml)
+}
+
+/// `load f.csv` of `data`.
+fn csv(name: &'static str, data: impl Into<Vec<u8>>, expect: &str) -> Case {
+    case(name, &["load", "f.csv"], expect).file("f.csv", data)
+}
+
+fn cases() -> Vec<Case> {
+    let long_rule = format!("FREQ=DAILY;BYHOUR={}1", "1,".repeat(10_000));
+    let many_good_rows: String = (0..1000).map(|i| format!("ok{i}:A,NOW\n")).collect();
+    let mut big_row = b"ok:A,NOW\nbig:A,FREQ=DAILY;".to_vec();
+    big_row.resize(big_row.len() + 2 * 1024 * 1024, b'X');
+    big_row.push(b'\n');
+    let mut huge_id = vec![b'j'; 1024 * 1024];
+    huge_id.extend_from_slice(b":A,NOW\n");
+    vec![
+        // --- RRULE text
+        rule("misspelt FREQ", "FREQ=DAYLY", "FREQ must be one of"),
+        rule("empty FREQ", "FREQ=", "FREQ has no value"),
+        rule(
+            "INTERVAL=0",
+            "FREQ=DAILY;INTERVAL=0",
+            "INTERVAL must be a positive whole number, got 0",
+        ),
+        rule(
+            "INTERVAL=-1",
+            "FREQ=DAILY;INTERVAL=-1",
+            "INTERVAL must be a positive whole number, got -1",
+        ),
+        rule(
+            "INTERVAL=x",
+            "FREQ=DAILY;INTERVAL=x",
+            "INTERVAL must be a positive whole number, got x",
+        ),
+        rule("unknown part", "FREQ=DAILY;FOO=1", "unknown part FOO"),
+        rule(
+            "duplicate part",
+            "FREQ=DAILY;BYHOUR=1;byhour=2",
+            "BYHOUR is given more than once",
+        ),
+        rule(
+            "BYHOUR=24",
+            "FREQ=DAILY;BYHOUR=24",
+            "BYHOUR values must be in 0..=23, got 24",
+        ),
+        rule(
+            "BYMONTHDAY=0",
+            "FREQ=MONTHLY;BYMONTHDAY=0",
+            "BYMONTHDAY values must be in -31..=-1 or 1..=31, got 0",
+        ),
+        rule("BYMONTHDAY=32", "FREQ=MONTHLY;BYMONTHDAY=32", "got 32"),
+        rule(
+            "COUNT with UNTIL",
+            "FREQ=DAILY;COUNT=3;UNTIL=20300101T000000Z",
+            "COUNT and UNTIL cannot both be given",
+        ),
+        rule(
+            "numbered BYDAY under DAILY",
+            "FREQ=DAILY;BYDAY=1MO",
+            "BYDAY with a number (1MO) is only allowed",
+        ),
+        rule(
+            "bad BYDAY",
+            "FREQ=WEEKLY;BYDAY=XX",
+            "BYDAY items must be a weekday",
+        ),
+        rule(
+            "BYWEEKNO under WEEKLY",
+            "FREQ=WEEKLY;BYWEEKNO=1",
+            "BYWEEKNO is only allowed with FREQ=YEARLY",
+        ),
+        rule("bad WKST", "FREQ=WEEKLY;WKST=XX", "WKST must be one of"),
+        rule("part without =", "FREQ=DAILY;BYHOUR", "expected NAME=VALUE"),
+        rule(
+            "31 February",
+            "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30,31",
+            "rule can never fire",
+        ),
+        rule(
+            "unknown TZID",
+            "DTSTART;TZID=Mars/Olympus:20240101T090000\nRRULE:FREQ=DAILY",
+            "unknown time zone \"Mars/Olympus\"",
+        ),
+        rule(
+            "TZID and Z",
+            "DTSTART;TZID=Europe/Berlin:20240101T090000Z\nRRULE:FREQ=DAILY",
+            "both a TZID and a trailing Z",
+        ),
+        rule(
+            "DTSTART garbage",
+            "DTSTART:garbage\nRRULE:FREQ=DAILY",
+            "invalid DTSTART \"garbage\"",
+        ),
+        rule(
+            "DTSTART year 1900",
+            "DTSTART:19000101T000000Z\nRRULE:FREQ=DAILY",
+            "outside the years 1970..=9999",
+        ),
+        rule(
+            "DTSTART month 13",
+            "DTSTART:20241301T000000Z\nRRULE:FREQ=DAILY",
+            "no such date or time of day",
+        ),
+        rule(
+            "DTSTART twice",
+            "DTSTART:20240101T000000Z\nDTSTART:20240102T000000Z\nRRULE:FREQ=DAILY",
+            "more than one DTSTART",
+        ),
+        rule(
+            "UNTIL garbage",
+            "FREQ=DAILY;UNTIL=soon",
+            "invalid UNTIL \"soon\"",
+        ),
+        rule("two rules", "FREQ=DAILY FREQ=WEEKLY", "more than one RRULE"),
+        rule(
+            "EXDATE line",
+            "EXDATE:20240101T000000Z\nRRULE:FREQ=DAILY",
+            "unsupported line \"EXDATE\"",
+        ),
+        rule("a word", "tomorrow", "unsupported line \"tomorrow\""),
+        rule("empty schedule", "", "schedule is empty"),
+        rule("blank schedule", " \t ", "schedule is empty"),
+        rule("only RRULE:", "RRULE:", "missing FREQ"),
+        rule("no FREQ", "BYHOUR=9", "missing FREQ"),
+        rule("20 KiB rule", &long_rule, "bytes long; the limit is 16384"),
+        case(
+            "next: INTERVAL=0",
+            &["next", "FREQ=HOURLY;INTERVAL=0"],
+            "INTERVAL must be a positive whole number",
+        ),
+        // --- AT timestamps
+        rule(
+            "AT: empty",
+            "AT:",
+            "timestamp \"\" is neither unix seconds nor ISO 8601",
+        ),
+        rule(
+            "AT:abc",
+            "AT:abc",
+            "timestamp \"abc\" is neither unix seconds nor ISO 8601",
+        ),
+        rule("AT:-5", "AT:-5", "timestamp \"-5\" is out of range"),
+        rule(
+            "AT: huge",
+            "AT:99999999999999",
+            "timestamp \"99999999999999\" is out of range",
+        ),
+        rule(
+            "AT: past 9999",
+            "AT:10000-01-01T00:00:00Z",
+            "is out of range; use a time between 1970 and 9999",
+        ),
+        rule(
+            "AT: month 13",
+            "AT:2024-13-01T00:00:00Z",
+            "neither unix seconds nor ISO 8601",
+        ),
+        rule(
+            "AT: two dots",
+            "AT:1.5.5",
+            "is not a number of unix seconds",
+        ),
+        // --- job ids on the command line
+        case("empty id", &["set", "", "NOW"], "job id is empty"),
+        case("id ending in ':'", &["set", "job:", "NOW"], "ends with ':'"),
+        case(
+            "id with a tab",
+            &["set", "a\tb:A", "NOW"],
+            "contains a control character",
+        ),
+        case(
+            "id with a newline",
+            &["set", "a\nb:A", "NOW"],
+            "contains a control character",
+        ),
+        case(
+            "id with DEL",
+            &["set", "a\u{7f}:A", "NOW"],
+            "contains a control character",
+        ),
+        case("id 'members'", &["set", "members", "NOW"], "is reserved"),
+        case(
+            "id with a leading space",
+            &["set", " j:A", "NOW"],
+            "white space",
+        ),
+        case(
+            "queue with a trailing space",
+            &["set", "j:A ", "NOW"],
+            "white space",
+        ),
+        case(
+            "id of 2000 bytes",
+            &["set", &"x".repeat(2000), "NOW"],
+            "job id is 2000 bytes long; the limit is 1024",
+        ),
+        case("id not UTF-8", &["set"], "invalid UTF-8")
+            .arg_bytes(b"\xff:A")
+            .arg_bytes(b"NOW"),
+        // --- CSV files for load and dispatch --schedules
+        csv(
+            "one column",
+            "a:A,NOW\nb:A\n",
+            "f.csv: line 2: expected 2 columns (JOBID,SCHEDULE), found 1",
+        ),
+        csv("three columns", "a:A,NOW,x\n", "found 3"),
+        csv("trailing comma", "a:A,NOW,\n", "found 3"),
+        csv(
+            "unterminated quote",
+            "a:A,NOW\n\"b:A,NOW\nc:A,NOW\n",
+            "line 2: column 1 opens a quote that is never closed",
+        ),
+        csv(
+            "text after a closing quote",
+            "\"a\"b:A,NOW\n",
+            "line 1: column 1 has text after its closing quote",
+        ),
+        csv(
+            "bare quote",
+            "a:A,NO\"W\n",
+            "column 2 holds a quote but is not quoted",
+        ),
+        csv(
+            "bad row after BOM, CRLF and blank lines",
+            "\u{feff}a:A,NOW\r\n\r\nb:A,FREQ=NOPE\r\n",
+            "f.csv: line 3: bad schedule \"FREQ=NOPE\"",
+        ),
+        csv(
+            "2 MiB row",
+            big_row,
+            "f.csv: line 2: schedule \"FREQ=DAILY;XXX",
+        ),
+        csv(
+            "1 MiB job id",
+            huge_id,
+            "f.csv: line 1: job id is 1048578 bytes long; the limit is 1024",
+        ),
+        csv(
+            "job id not UTF-8",
+            b"a:A,NOW\n\xff\xfe:A,NOW\n".to_vec(),
+            "f.csv: line 2: column 1 is not valid UTF-8",
+        ),
+        csv(
+            "schedule not UTF-8",
+            b"a:A,FREQ=DAILY\xc3\n".to_vec(),
+            "column 2 is not valid UTF-8",
+        ),
+        csv("empty job id", ",NOW\n", "f.csv: line 1: job id is empty"),
+        csv("quoted empty job id", "\"\",NOW\n", "job id is empty"),
+        csv(
+            "job id with a control character",
+            "\"a\u{1}b:A\",NOW\n",
+            "contains a control character",
+        ),
+        csv(
+            "job id ending in ':'",
+            "a:A,NOW\nb:A,STOP\nx:,NOW\n",
+            "f.csv: line 3: job id \"x:\" ends with ':'",
+        ),
+        csv("empty schedule", "a:A,\n", "schedule is empty"),
+        csv(
+            "bad AT in a file",
+            "a:A,AT:soon\n",
+            "bad AT schedule \"AT:soon\"",
+        ),
+        csv(
+            "bad last row of 1001",
+            format!("{many_good_rows}bad:A,FREQ=DAILY;INTERVAL=0\n"),
+            "f.csv: line 1001: ",
+        ),
+        case(
+            "file missing",
+            &["load", "missing.csv"],
+            "cannot read \"missing.csv\"",
+        ),
+        case("file is a directory", &["load", "."], "cannot read ."),
+        case(
+            "bad row on stdin",
+            &["load", "-"],
+            "<stdin>: line 1: job id is empty",
+        )
+        .stdin(",NOW\n"),
+        case(
+            "dispatch: bad row",
+            &["dispatch", "--schedules", "f.csv"],
+            "f.csv: line 2: bad schedule",
+        )
+        .file("f.csv", "a:A,NOW\nb:A,FREQ=HOURLY;BYMINUTE=60\n"),
+        case(
+            "dispatch: unterminated quote",
+            &["dispatch", "-s", "f.csv"],
+            "never closed",
+        )
+        .file("f.csv", "a:A,\"NOW\n"),
+        case(
+            "dispatch: file missing",
+            &["dispatch", "-s", "missing.csv"],
+            "cannot read \"missing.csv\"",
+        ),
+        // --- config files
+        config(
+            "unknown key in [redbike]",
+            "[redbike]\nprefx = \"x\"\n",
+            "unknown field `prefx`",
+        ),
+        config(
+            "unknown key in [redbike-redis]",
+            "[redbike-redis]\nhots = \"x\"\n",
+            "unknown field `hots`",
+        ),
+        config(
+            "unknown table",
+            "[redbikes]\nprefix = \"x\"\n",
+            "unknown field `redbikes`",
+        ),
+        config(
+            "key outside a table",
+            "prefix = \"x\"\n",
+            "unknown field `prefix`",
+        ),
+        config(
+            "string for a number",
+            "[redbike]\ndefault-timeout = \"ten\"\n",
+            "key `default-timeout`: invalid type",
+        ),
+        config(
+            "negative concurrency",
+            "[redbike]\nconcurrency = -1\n",
+            "key `concurrency`",
+        ),
+        config(
+            "zero default-timeout",
+            "[redbike]\ndefault-timeout = 0\n",
+            "redbike.default-timeout: must be at least 1",
+        ),
+        config(
+            "zero queue timeout",
+            "[redbike]\ntimeouts = { A = 0 }\n",
+            "redbike.timeouts: must be at least 1",
+        ),
+        config(
+            "command not a list",
+            "[redbike]\ncommand = \"ls\"\n",
+            "key `command`: invalid type",
+        ),
+        config(
+            "bad on-failure",
+            "[redbike]\non-failure = \"explode\"\n",
+            "unknown variant `explode`",
+        ),
+        config(
+            "bad zone",
+            "[redbike]\ntimezone = \"Mars/Base\"\n",
+            "unknown time zone \"Mars/Base\"",
+        ),
+        config(
+            "zone not a string",
+            "[redbike]\ntimezone = 5\n",
+            "key `timezone`",
+        ),
+        config(
+            "empty prefix",
+            "[redbike]\nprefix = \"\"\n",
+            "redbike.prefix: \"\" must be non-empty",
+        ),
+        config(
+            "prefix with a space",
+            "[redbike]\nprefix = \"my app\"\n",
+            "\"my app\" must be non-empty and free of spaces",
+        ),
+        config(
+            "not a URL",
+            "[redbike-redis]\nurl = \"nope\"\n",
+            "not a valid URL",
+        ),
+        config(
+            "bad URL port",
+            "[redbike-redis]\nurl = \"redis://u:s3cret@h:99999/0\"\n",
+            "invalid port number",
+        ),
+        config(
+            "unencoded '/' in a password",
+            "[redbike-redis]\nurl = \"redis://u:s3cret/x@h/0\"\n",
+            "must be percent-encoded",
+        ),
+        config(
+            "URL database not a number",
+            "[redbike-redis]\nurl = \"redis://h/abc\"\n",
+            "Invalid database number",
+        ),
+        config(
+            "URL scheme",
+            "[redbike-redis]\nurl = \"http://u:s3cret@h\"\n",
+            "unsupported scheme \"http\"",
+        ),
+        config(
+            "url and host",
+            "[redbike-redis]\nurl = \"redis://h\"\nhost = \"h\"\n",
+            "either url or host/port",
+        ),
+        config(
+            "port 0",
+            "[redbike-redis]\nport = 0\n",
+            "redbike-redis.port: port 0 is not a port",
+        ),
+        config(
+            "port too large",
+            "[redbike-redis]\nport = 70000\n",
+            "key `port`: invalid value",
+        ),
+        config(
+            "port not a number",
+            "[redbike-redis]\nport = \"x\"\n",
+            "key `port`: invalid type",
+        ),
+        config(
+            "negative db",
+            "[redbike-redis]\ndb = -1\n",
+            "database number -1 is negative",
+        ),
+        config(
+            "bad host",
+            "[redbike-redis]\nhost = \"bad host\"\n",
+            "\"bad host\" is not a valid host name",
+        ),
+        config(
+            "password not a string",
+            "[redbike-redis]\npassword = 73757373\n",
+            "key `password`: invalid type",
+        ),
+        config(
+            "not TOML",
+            "this is not toml\n",
+            "config file \"rb.toml\": line 1",
+        ),
+        config(
+            "duplicate key",
+            "[redbike]\nprefix = \"a\"\nprefix = \"b\"\n",
+            "duplicate key",
+        ),
+        case(
+            "config not UTF-8",
+            &["-c", "rb.toml", "set", "j:A", "NOW"],
+            "did not contain valid UTF-8",
+        )
+        .file("rb.toml", b"\xff\xfe[redbike]\n".to_vec()),
+        case(
+            "named config missing",
+            &["-c", "missing.toml", "set", "j:A", "NOW"],
+            "cannot read config file \"missing.toml\"",
+        ),
+        case(
+            "REDBIKE_CONFIG missing",
+            &["set", "j:A", "NOW"],
+            "cannot read config file \"gone.toml\"",
+        )
+        .env("REDBIKE_CONFIG", "gone.toml"),
+        case(
+            "bad ./.redbike.conf",
+            &["set", "j:A", "NOW"],
+            "unknown field `queue`",
+        )
+        .file(".redbike.conf", "[redbike]\nqueue = \"A\"\n"),
+        case(
+            "--prefix with a space",
+            &["--prefix", "a b", "set", "j:A", "NOW"],
+            "\"a b\" must be non-empty",
+        ),
+        case(
+            "--prefix empty",
+            &["--prefix", "", "set", "j:A", "NOW"],
+            "\"\" must be non-empty",
+        ),
+        case(
+            "--redis-url scheme",
+            &[
+                "--redis-url",
+                "http://u:s3cret@127.0.0.1",
+                "set",
+                "j:A",
+                "NOW",
+            ],
+            "unsupported scheme",
+        ),
+        case(
+            "--redis-url port 0",
+            &[
+                "--redis-url",
+                "redis://:s3cret@127.0.0.1:0/0",
+                "tell",
+                "j:A",
+            ],
+            "port 0 is not a port",
+        ),
+        case(
+            "REDBIKE_REDIS_URL malformed",
+            &["statuses"],
+            "redis://u:***@h:1:2/0: not a valid URL",
+        )
+        .env("REDBIKE_REDIS_URL", "redis://u:s3cret@h:1:2/0"),
+        // --- timestamps
+        case(
+            "--after negative",
+            &["set", "j:A", "FREQ=DAILY", "--after", "-5"],
+            "--after: timestamp \"-5\" is out of range",
+        ),
+        case(
+            "--after past 9999",
+            &["set", "j:A", "FREQ=DAILY", "-a", "253402300800"],
+            "is out of range",
+        ),
+        case(
+            "--after not a number",
+            &["set", "j:A", "FREQ=DAILY", "--after", "abc"],
+            "--after: timestamp \"abc\" is neither",
+        ),
+        case(
+            "--before negative",
+            &["statuses", "--before", "-1"],
+            "--before: timestamp \"-1\" is out of range",
+        ),
+        case(
+            "--before huge",
+            &["statuses", "-b", "99999999999999"],
+            "is out of range",
+        ),
+        case(
+            "--before a word",
+            &["statuses", "--before", "yesterday"],
+            "--before: timestamp \"yesterday\"",
+        ),
+        case(
+            "load --after",
+            &["load", "f.csv", "--after", "x"],
+            "--after: timestamp \"x\"",
+        )
+        .file("f.csv", "a:A,NOW\n"),
+        case(
+            "dispatch --after negative",
+            &["dispatch", "--after", "-1"],
+            "--after: timestamp \"-1\" is out of range",
+        ),
+        case(
+            "dispatch --after year 10000",
+            &["dispatch", "--after", "10000-01-01"],
+            "is out of range",
+        ),
+        case(
+            "next --after",
+            &["next", "FREQ=DAILY", "--after", "1e9"],
+            "--after: timestamp \"1e9\"",
+        ),
+        case(
+            "timefile junk",
+            &["set", "j:A", "FREQ=DAILY"],
+            "holds \"junk\", not unix seconds",
+        )
+        .file(".redbike.timefile", "junk"),
+        case(
+            "timefile past 9999",
+            &["set", "j:A", "FREQ=DAILY"],
+            "outside 1970..9999",
+        )
+        .file(".redbike.timefile", "99999999999999"),
+        // --- other arguments
+        case(
+            "control signal",
+            &["control", "FOO"],
+            "unknown control signal \"FOO\"",
+        ),
+        case(
+            "empty queue list",
+            &["work", "", "--", "true"],
+            "bad queue list",
+        ),
+        case(
+            "queue list ending in ':'",
+            &["work", "A:", "--", "true"],
+            "bad queue list \"A:\"",
+        ),
+        case(
+            "concurrency 0",
+            &["work", "A", "-j", "0", "--", "true"],
+            "--concurrency must be at least 1",
+        ),
+        case(
+            "timeout 0",
+            &["work", "A", "--timeout", "0", "--", "true"],
+            "--timeout must be at least 1 second",
+        ),
+        case("no command", &["work", "A"], "no command to run"),
+        case(
+            "unknown subcommand",
+            &["frobnicate"],
+            "unrecognized subcommand 'frobnicate'",
+        ),
+        case(
+            "missing schedule",
+            &["set", "j:A"],
+            "the following required arguments were not provided",
+        ),
+    ]
+}
+
+/// Puts jobs in every state (timeline, queue, stopped, CONTINUE), a HALT that a
+/// dispatcher or worker would clear at start, and a key of another prefix.
+fn seed(s: &RedisServer) {
+    let d = workdir();
+    for (id, schedule) in [
+        ("daily:A", "FREQ=DAILY;BYHOUR=9"),
+        ("now:A", "NOW"),
+        ("at:B", "AT:2030-01-01T00:00:00Z"),
+        ("stop:A", "STOP"),
+        ("cont:C", "CONTINUE"),
+        ("j:A", "FREQ=HOURLY"),
+    ] {
+        bike(s, d.path())
+            .args(["set", id, schedule, "--after", "1700000000"])
+            .ok();
+    }
+    bike(s, d.path()).args(["control", "HALT"]).ok();
+    let _: () = redis::cmd("SET")
+        .arg("other-schedules")
+        .arg("x")
+        .query(&mut s.con())
+        .unwrap();
+}
+
+/// Runs one case; returns what was wrong with its outcome, if anything.
+fn check(
+    s: &RedisServer,
+    c: &Case,
+    before: &std::collections::BTreeMap<String, String>,
+) -> Option<String> {
+    let d = workdir();
+    for (name, data) in &c.files {
+        std::fs::write(d.path().join(name), data).unwrap();
+    }
+    let mut b = bike(s, d.path()).args(&c.args);
+    for (k, v) in &c.env {
+        b = b.env(k, v);
+    }
+    if let Some(data) = &c.stdin {
+        b = b.stdin(data.clone());
+    }
+    let o = b.run();
+    let mut wrong = Vec::new();
+    if o.code != 2 {
+        wrong.push(format!("exit code {}", o.code));
+    }
+    if !o.stderr.contains(&c.expect) {
+        wrong.push(format!("stderr lacks {:?}", c.expect));
+    }
+    if o.stderr.trim_end().lines().count() != 1 {
+        wrong.push("stderr is not one line".into());
+    }
+    // One readable line, however large the input (a 2 MiB row, a 1 MiB id).
+    if o.stderr.len() > 2048 {
+        wrong.push(format!("stderr is {} bytes long", o.stderr.len()));
+    }
+    if o.stderr.contains("panicked") || o.stderr.contains("RUST_BACKTRACE") {
+        wrong.push("panicked".into());
+    }
+    if !o.stdout.is_empty() {
+        wrong.push("printed on stdout".into());
+    }
+    if o.stderr.contains(SECRET) || o.stderr.contains("73757373") {
+        wrong.push("shows a password".into());
+    }
+    if &s.dump() != before {
+        wrong.push("changed Redis".into());
+    }
+    if wrong.is_empty() {
+        return None;
+    }
+    let shown: String = o.stderr.chars().take(300).collect();
+    Some(format!(
+        "{}: {}\n    stderr: {shown:?}\n    stdout: {:?}",
+        c.name,
+        wrong.join(", "),
+        o.stdout.chars().take(200).collect::<String>()
+    ))
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_writes_nothing() {
+    let cases = cases();
+    assert!(cases.len() >= 50, "{} cases", cases.len());
+    let s = RedisServer::start();
+    seed(&s);
+    let before = s.dump();
+    assert!(before.len() >= 8, "seeded keys: {:?}", before.keys());
+    let failures: Vec<String> = cases.iter().filter_map(|c| check(&s, c, &before)).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn shell_metacharacters_in_ids_are_accepted_as_they_are() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let ids = [
+        "x;rm -rf /:A",
+        "$(touch pwned):A",
+        "`touch pwned`:A",
+        "a|b&c>d<e:A",
+        "*?[]{}~!#%^:A",
+        "it's \"quoted\" \\ :A",
+        "ünïcödé 🚲:A",
+    ];
+    for id in ids {
+        bike(&s, d.path()).args(["set", id, "STOP"]).ok();
+        let info = bike(&s, d.path()).args(["tell", id]).ok();
+        assert!(info.contains("\"schedule\": \"STOP\""), "{id}: {info}");
+    }
+    let stored: Vec<String> = redis::cmd("HKEYS")
+        .arg("t-schedules")
+        .query(&mut s.con())
+        .unwrap();
+    let mut want: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    let mut got = stored.clone();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(!d.path().join("pwned").exists());
+    // They round-trip through the CSV dump and load.
+    let dump = bike(&s, d.path()).args(["schedules"]).ok();
+    bike(&s, d.path()).args(["unset", ids[0]]).ok();
+    let f = path(&d, "back.csv");
+    std::fs::write(&f, &dump).unwrap();
+    bike(&s, d.path())
+        .args(["load".as_ref(), f.as_os_str()])
+        .run()
+        .success()
+        .stdout_is(&format!("loaded 7 job(s) from {}\n", f.display()));
+    assert_eq!(bike(&s, d.path()).args(["schedules"]).ok(), dump);
+}
+
+#[test]
+fn bom_crlf_blank_lines_and_quoted_fields_load() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let f = path(&d, "f.csv");
+    std::fs::write(
+        &f,
+        "\u{feff}bom:A,STOP\r\n\r\n\r\ncrlf:A,CONTINUE\r\n\n\"comma, \"\"quote\"\":A\",\"DTSTART:20240101T090000Z\r\nRRULE:FREQ=DAILY\"\r\nlast:B,NOW",
+    )
+    .unwrap();
+    bike(&s, d.path())
+        .args([
+            "load".as_ref(),
+            f.as_os_str(),
+            "--after".as_ref(),
+            "1704067200".as_ref(),
+        ])
+        .run()
+        .success();
+    let mut ids: Vec<String> = redis::cmd("HKEYS")
+        .arg("t-schedules")
+        .query(&mut s.con())
+        .unwrap();
+    ids.sort();
+    // The BOM is not part of the first id (Python's csv would have kept it).
+    assert_eq!(ids, ["bom:A", "comma, \"quote\":A", "crlf:A", "last:B"]);
+    let rule: String = redis::cmd("HGET")
+        .arg("t-schedules")
+        .arg("comma, \"quote\":A")
+        .query(&mut s.con())
+        .unwrap();
+    assert_eq!(rule, "DTSTART:20240101T090000Z\r\nRRULE:FREQ=DAILY");
+    let next: f64 = redis::cmd("ZSCORE")
+        .arg("t-timeline")
+        .arg("comma, \"quote\":A")
+        .query(&mut s.con())
+        .unwrap();
+    assert_eq!(next as i64, 1_704_099_600); // 2024-01-01T09:00:00Z
+}
