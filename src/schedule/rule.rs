@@ -148,6 +148,13 @@ impl Rule {
                 start = Some(parse_dtstart(token)?);
                 continue;
             }
+            if upper.starts_with("DTSTART") {
+                // Else "DTSTART=x" would be read as a second bare rule.
+                return Err(RuleError::Syntax(format!(
+                    "invalid DTSTART \"{}\": write DTSTART:20240101T090000 or DTSTART;TZID=Europe/Berlin:20240101T090000",
+                    clip(token)
+                )));
+            }
             let body = if upper.starts_with("RRULE:") {
                 &token[6..]
             } else if upper.starts_with("RRULE;") {
