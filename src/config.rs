@@ -364,7 +364,11 @@ impl RedisSettings {
 
     /// db/username/password from the table beat those of the URL.
     fn apply_auth(&self, info: ConnectionInfo) -> ConnectionInfo {
-        let mut redis: RedisConnectionInfo = info.redis_settings().clone();
+        // No CLIENT SETINFO at connect (redis-rs sends it by default): an ACL user limited
+        // to what redbike needs would have to allow `client|setinfo`, which Redis before
+        // 7.2 does not know (ACL SETUSER refuses it), and without it Redis 7.2+ records a
+        // refusal in ACL LOG at every connect. See README, "Security / ACL".
+        let mut redis: RedisConnectionInfo = info.redis_settings().clone().set_skip_set_lib_name();
         if let Some(db) = self.db {
             redis = redis.set_db(db);
         }
@@ -585,6 +589,20 @@ mod tests {
         assert!(table(Some(0), None).connection_info().is_err());
         assert!(table(None, Some(-1)).connection_info().is_err());
         assert!(table(Some(6380), Some(3)).connection_info().is_ok());
+    }
+
+    #[test]
+    fn sends_no_client_setinfo() {
+        for settings in [
+            RedisSettings::default(),
+            RedisSettings {
+                url: Some("redis://u:p@h:1/2".into()),
+                ..RedisSettings::default()
+            },
+        ] {
+            let info = settings.connection_info().unwrap();
+            assert!(info.redis_settings().skip_set_lib_name());
+        }
     }
 
     #[test]
