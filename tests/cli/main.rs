@@ -8,5 +8,6 @@ mod harness;
 mod interop;
 mod operator;
 mod ops;
+mod security;
 mod soak;
 mod work;

@@ -1,0 +1,364 @@
+//! Security: passwords never appear in errors or logs, and a Redis ACL user limited to
+//! one prefix's keys and channels and to the commands listed in the README can run
+//! every command, a dispatcher and a worker, and nothing outside its prefix.
+
+use std::{process::Child, time::Duration};
+
+use crate::{
+    dispatch::{finish, signal},
+    harness::*,
+};
+
+/// The password in these tests; it must never be printed.
+const SECRET: &str = "s3cret-pw";
+
+/// The commands redbike needs, as the README's "Security / ACL" section lists them.
+const ACL_COMMANDS: &[&str] = &[
+    "select",
+    "ping",
+    "evalsha",
+    "eval",
+    "script|load",
+    "get",
+    "set",
+    "del",
+    "exists",
+    "mget",
+    "pttl",
+    "hget",
+    "hset",
+    "hdel",
+    "hscan",
+    "lpush",
+    "rpop",
+    "lrem",
+    "sadd",
+    "srem",
+    "sismember",
+    "smismember",
+    "zadd",
+    "zrem",
+    "zscore",
+    "zrange",
+    "zrangebyscore",
+    "publish",
+    "subscribe",
+    "unsubscribe",
+    "punsubscribe",
+];
+
+/// A background `redbike` that is killed if the test fails before it ends.
+struct Running(Option<Child>);
+
+impl Running {
+    fn child(&self) -> &Child {
+        // Set at construction and taken only by `finish`, which consumes self.
+        self.0.as_ref().expect("still running")
+    }
+
+    fn finish(mut self, secs: f64) -> (Option<i32>, String) {
+        // As above: `finish` is the only place that takes the child.
+        finish(self.0.take().expect("still running"), secs)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A port nothing listens on (bound, then released).
+fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    assert!(!text.contains(SECRET), "{what} shows the password: {text}");
+}
+
+#[test]
+fn unreachable_redis_error_masks_the_password() {
+    let d = workdir();
+    let url = format!("redis://user:{SECRET}@127.0.0.1:{}/0", dead_port());
+    // From the flag...
+    let o = bare(d.path())
+        .args(["--redis-url", &url, "set", "j:A", "NOW"])
+        .run()
+        .fails(69, "cannot reach redis at redis://user:***@127.0.0.1:");
+    assert_no_secret("error", &o.stderr);
+    // ...and from the environment.
+    let o = bare(d.path())
+        .env("REDBIKE_REDIS_URL", &url)
+        .args(["tell", "j:A"])
+        .run()
+        .fails(69, "redis://user:***@127.0.0.1:");
+    assert_no_secret("error", &o.stderr);
+}
+
+#[test]
+fn failed_auth_error_masks_the_password() {
+    let s = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "rb", "on", ">right", "~*", "&*", "+@all"])
+        .query(&mut s.con())
+        .unwrap();
+    let d = workdir();
+    for url in [
+        format!("redis://rb:{SECRET}@127.0.0.1:{}/0", s.port),
+        format!("redis://nobody:{SECRET}@127.0.0.1:{}/0", s.port),
+    ] {
+        let o = bare(d.path())
+            .env("REDBIKE_REDIS_URL", &url)
+            .args(["set", "j:A", "NOW"])
+            .run()
+            .fails(69, ":***@127.0.0.1:");
+        assert!(o.stderr.contains("authentication failed"), "{}", o.stderr);
+        assert_no_secret("error", &o.stderr);
+    }
+    assert_eq!(s.dbsize(), 0);
+}
+
+/// Waits (bounded) until a client of user `user` is connected.
+fn wait_for_client(s: &RedisServer, user: &str) -> bool {
+    wait_until(10.0, || {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut s.con())
+            .unwrap();
+        list.contains(&format!("user={user} "))
+    })
+}
+
+#[test]
+fn dispatcher_and_worker_log_the_url_masked() {
+    let s = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "rb",
+            "on",
+            &format!(">{SECRET}"),
+            "~*",
+            "&*",
+            "+@all",
+        ])
+        .query(&mut s.con())
+        .unwrap();
+    let d = workdir();
+    let url = format!("redis://rb:{SECRET}@127.0.0.1:{}/0", s.port);
+    let dispatcher = Running(Some(
+        bike(&s, d.path())
+            .env("REDBIKE_REDIS_URL", &url)
+            .args(["dispatch"])
+            .spawn(),
+    ));
+    let worker = Running(Some(
+        bike(&s, d.path())
+            .env("REDBIKE_REDIS_URL", &url)
+            .args(["work", "A", "--", "true"])
+            .spawn(),
+    ));
+    assert!(wait_for_client(&s, "rb"), "no client of user rb connected");
+    // Both have connected and logged their start lines; HALT stops them.
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    for (who, p) in [("dispatcher", dispatcher), ("worker", worker)] {
+        let (code, err) = p.finish(15.0);
+        assert_eq!(code, Some(0), "{who}: {err}");
+        let masked = format!("redis=redis://rb:***@127.0.0.1:{}/0", s.port);
+        assert!(
+            err.contains(&format!("{who} starting: ")) && err.contains(&masked),
+            "{who} start line lacks {masked}: {err}"
+        );
+        assert_no_secret(who, &err);
+    }
+
+    // An outage is logged with the URL masked too: a dispatcher whose Redis is not there.
+    let dead = format!("redis://rb:{SECRET}@127.0.0.1:{}/0", dead_port());
+    let p = Running(Some(
+        bike(&s, d.path())
+            .env("REDBIKE_REDIS_URL", &dead)
+            .args(["dispatch"])
+            .spawn(),
+    ));
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(p.child(), libc::SIGTERM);
+    let (code, err) = p.finish(15.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("rb:***@127.0.0.1"), "{err}");
+    assert!(err.contains("retrying"), "{err}");
+    assert_no_secret("outage log", &err);
+}
+
+/// `ACL SETUSER NAME on >PASSWORD resetkeys ~PREFIX-* resetchannels &PREFIX-* -@all
+/// +cmd...`, as the README shows it.
+fn acl_setuser(s: &RedisServer, name: &str, prefix: &str) {
+    let mut args: Vec<String> = vec![
+        "SETUSER".into(),
+        name.into(),
+        "reset".into(),
+        "on".into(),
+        format!(">{SECRET}"),
+        "resetkeys".into(),
+        format!("~{prefix}-*"),
+        "resetchannels".into(),
+        format!("&{prefix}-*"),
+        "-@all".into(),
+    ];
+    args.extend(ACL_COMMANDS.iter().map(|c| format!("+{c}")));
+    let _: () = redis::cmd("ACL").arg(&args).query(&mut s.con()).unwrap();
+}
+
+/// A job that appends its id to the file named by its first argument.
+const JOB: &str = "#!/bin/sh\necho \"$2\" >> \"$1\"\n";
+
+#[test]
+fn acl_user_limited_to_its_prefix_runs_everything() {
+    let s = RedisServer::start();
+    acl_setuser(&s, "rb", "t");
+    let d = workdir();
+    let job = path(&d, "job.sh");
+    std::fs::write(&job, JOB).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&job)
+        .status();
+    let runs = path(&d, "runs.log");
+    let csv = path(&d, "jobs.csv");
+    std::fs::write(
+        &csv,
+        "l1:B,STOP\r\nl2:C,AT:2030-01-01T00:00:00Z\r\nl3:A,CONTINUE\r\n",
+    )
+    .unwrap();
+    // A key of another prefix, which the user must not be able to touch.
+    let _: () = redis::cmd("SET")
+        .arg("other-control")
+        .arg("keep")
+        .query(&mut s.con())
+        .unwrap();
+
+    let url = format!("redis://rb:{SECRET}@127.0.0.1:{}/0", s.port);
+    let rb = || bike(&s, d.path()).env("REDBIKE_REDIS_URL", &url);
+    rb().args(["set", "j:A", "FREQ=SECONDLY"]).ok();
+    rb().args(["set", "gone:A", "FREQ=DAILY"]).ok();
+    rb().args(["unset", "gone:A"])
+        .run()
+        .success()
+        .stdout_is("gone:A: unset\n");
+    rb().args(["load".as_ref(), csv.as_os_str()]).ok();
+    let told = rb().args(["tell", "j:A"]).ok();
+    assert!(told.contains("\"schedule\": \"FREQ=SECONDLY\""), "{told}");
+    assert_no_secret("tell", &told);
+    let statuses = rb().args(["statuses"]).ok();
+    assert!(statuses.contains("l1:B,STP,"), "{statuses}");
+    let schedules = rb().args(["schedules"]).ok();
+    assert!(schedules.contains("j:A,FREQ=SECONDLY\r\n"), "{schedules}");
+
+    let dispatcher = Running(Some(rb().args(["dispatch"]).spawn()));
+    let worker = Running(Some(
+        rb().args([
+            "work".as_ref(),
+            "A".as_ref(),
+            "--".as_ref(),
+            job.as_os_str(),
+            runs.as_os_str(),
+        ])
+        .spawn(),
+    ));
+    // j:A runs, is put back on the timeline, dispatched and runs again; l3:A (CONTINUE)
+    // goes straight back into its queue.
+    let count = |id: &str| {
+        std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == id)
+            .count()
+    };
+    let ran = wait_until(20.0, || count("j:A") >= 2 && count("l3:A") >= 2);
+    rb().args(["control", "HALT"]).ok();
+    let mut logs = String::new();
+    for (who, p) in [("dispatcher", dispatcher), ("worker", worker)] {
+        let (code, err) = p.finish(15.0);
+        assert_eq!(code, Some(0), "{who}: {err}");
+        for bad in ["NOPERM", "NoPerm", "no permissions", "WARN", "ERROR"] {
+            assert!(!err.contains(bad), "{who} logged {bad}: {err}");
+        }
+        assert_no_secret(who, &err);
+        logs.push_str(&err);
+    }
+    assert!(ran, "the job did not run twice: {logs}");
+    let rescheduled: Option<f64> = redis::cmd("ZSCORE")
+        .arg("t-timeline")
+        .arg("j:A")
+        .query(&mut s.con())
+        .unwrap();
+    assert!(rescheduled.is_some(), "j:A is not back on the timeline");
+    rb().args(["control", "RESUME"]).ok();
+    rb().args(["next", "FREQ=DAILY", "-n", "1"]).ok();
+
+    // No command was refused, not even CLIENT SETINFO at connect (redis-rs ignores its
+    // failure, but Redis would log every refusal in the ACL log).
+    let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();
+    assert!(refused.is_empty(), "ACL LOG: {refused:?}");
+
+    // The same user cannot touch another prefix: not through redbike...
+    let o = rb()
+        .args(["--prefix", "other", "set", "j:A", "NOW"])
+        .run()
+        .code(1);
+    assert!(o.stderr.contains("no permissions"), "{}", o.stderr);
+    let o = rb()
+        .args(["--prefix", "other", "control", "HALT"])
+        .run()
+        .code(1);
+    assert!(o.stderr.contains("no permissions"), "{}", o.stderr);
+    // ...nor directly, nor with commands redbike does not need.
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let denied = |cmd: &mut redis::Cmd, con: &mut redis::Connection| {
+        let e = cmd.query::<redis::Value>(con).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("no permissions") || e.contains("can't access"),
+            "{e}"
+        );
+    };
+    denied(redis::cmd("GET").arg("other-control"), &mut con);
+    denied(redis::cmd("PUBLISH").arg("other-wake-A").arg(1), &mut con);
+    denied(redis::cmd("KEYS").arg("*"), &mut con);
+    denied(&mut redis::cmd("FLUSHALL"), &mut con);
+    denied(
+        redis::cmd("EVAL")
+            .arg("return redis.call('GET', 'other-control')")
+            .arg(0),
+        &mut con,
+    );
+    let kept: String = redis::cmd("GET")
+        .arg("other-control")
+        .query(&mut s.con())
+        .unwrap();
+    assert_eq!(kept, "keep");
+}
+
+#[test]
+fn readme_lists_the_tested_acl_commands() {
+    let readme = include_str!("../../README.md");
+    let line = readme
+        .lines()
+        .skip_while(|l| !l.contains("ACL SETUSER"))
+        .take_while(|l| !l.starts_with("```"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let listed: Vec<&str> = line
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix('+'))
+        .collect();
+    assert_eq!(
+        listed, ACL_COMMANDS,
+        "README's ACL SETUSER and the test differ"
+    );
+}
