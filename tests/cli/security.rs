@@ -25,22 +25,28 @@ const ACL_COMMANDS: &[&str] = &[
     "exists",
     "mget",
     "pttl",
+    "scan",
     "hget",
     "hset",
     "hdel",
+    "hexists",
     "hscan",
     "lpush",
     "rpop",
     "lrem",
+    "lrange",
+    "lpos",
     "sadd",
     "srem",
     "sismember",
     "smismember",
+    "sscan",
     "zadd",
     "zrem",
     "zscore",
     "zrange",
     "zrangebyscore",
+    "zscan",
     "publish",
     "subscribe",
     "unsubscribe",
@@ -213,8 +219,9 @@ fn acl_setuser(s: &RedisServer, name: &str, prefix: &str) {
     let _: () = redis::cmd("ACL").arg(&args).query(&mut s.con()).unwrap();
 }
 
-/// A job that appends its id to the file named by its first argument.
-const JOB: &str = "#!/bin/sh\necho \"$2\" >> \"$1\"\n";
+/// A job that appends its id to the file named by its first argument; in queue H it
+/// then hangs (for a worker to be killed under it).
+const JOB: &str = "#!/bin/sh\necho \"$2\" >> \"$1\"\ncase \"$2\" in *:H) exec sleep 60;; esac\n";
 
 #[test]
 fn acl_user_limited_to_its_prefix_runs_everything() {
@@ -259,16 +266,19 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     assert!(schedules.contains("j:A,FREQ=SECONDLY\r\n"), "{schedules}");
 
     let dispatcher = Running(Some(rb().args(["dispatch"]).spawn()));
-    let worker = Running(Some(
-        rb().args([
-            "work".as_ref(),
-            "A".as_ref(),
-            "--".as_ref(),
-            job.as_os_str(),
-            runs.as_os_str(),
-        ])
-        .spawn(),
-    ));
+    let work = |queue: &str| {
+        Running(Some(
+            rb().args([
+                "work".as_ref(),
+                queue.as_ref(),
+                "--".as_ref(),
+                job.as_os_str(),
+                runs.as_os_str(),
+            ])
+            .spawn(),
+        ))
+    };
+    let worker = work("A");
     // j:A runs, is put back on the timeline, dispatched and runs again; l3:A (CONTINUE)
     // goes straight back into its queue.
     let count = |id: &str| {
@@ -279,18 +289,63 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
             .count()
     };
     let ran = wait_until(20.0, || count("j:A") >= 2 && count("l3:A") >= 2);
+
+    // Recovery runs as this user too: a worker killed under its job (the dispatcher
+    // recovers the job from the lease index) and a job a Python worker left nowhere
+    // (the dispatcher's sweep finds it).
+    rb().args(["set", "hang:H", "CONTINUE"]).ok();
+    let _: () = redis::pipe()
+        .cmd("HSET")
+        .arg("t-schedules")
+        .arg("orphan:A")
+        .arg("CONTINUE")
+        .ignore()
+        .cmd("HSET")
+        .arg("t-statuses")
+        .arg("orphan:A")
+        .arg("WRK:100")
+        .ignore()
+        .query(&mut s.con())
+        .unwrap();
+    let hanging = work("H");
+    let hung = wait_until(10.0, || count("hang:H") == 1);
+    drop(hanging); // SIGKILL; the job dies with its worker
+    let status = |id: &str| -> String {
+        redis::cmd("HGET")
+            .arg("t-statuses")
+            .arg(id)
+            .query::<Option<String>>(&mut s.con())
+            .unwrap()
+            .unwrap_or_default()
+    };
+    let recovered = hung
+        && wait_until(30.0, || {
+            let failure: Option<String> = redis::cmd("HGET")
+                .arg("t-failures")
+                .arg("hang:H")
+                .query(&mut s.con())
+                .unwrap();
+            failure.is_some_and(|f| f.starts_with("REC:")) && count("orphan:A") >= 1
+        });
+
     rb().args(["control", "HALT"]).ok();
     let mut logs = String::new();
     for (who, p) in [("dispatcher", dispatcher), ("worker", worker)] {
         let (code, err) = p.finish(15.0);
         assert_eq!(code, Some(0), "{who}: {err}");
-        for bad in ["NOPERM", "NoPerm", "no permissions", "WARN", "ERROR"] {
+        for bad in ["NOPERM", "NoPerm", "no permissions", "ERROR"] {
             assert!(!err.contains(bad), "{who} logged {bad}: {err}");
         }
         assert_no_secret(who, &err);
         logs.push_str(&err);
     }
     assert!(ran, "the job did not run twice: {logs}");
+    assert!(
+        recovered,
+        "not recovered: hang:H {:?}, orphan:A {:?}: {logs}",
+        status("hang:H"),
+        status("orphan:A")
+    );
     let rescheduled: Option<f64> = redis::cmd("ZSCORE")
         .arg("t-timeline")
         .arg("j:A")
@@ -300,8 +355,18 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     rb().args(["control", "RESUME"]).ok();
     rb().args(["next", "FREQ=DAILY", "-n", "1"]).ok();
 
-    // No command was refused, not even CLIENT SETINFO at connect (redis-rs ignores its
-    // failure, but Redis would log every refusal in the ACL log).
+    // check and check --repair: a member of a queue's set that is in no list.
+    let _: () = redis::cmd("SADD")
+        .arg("t-work-A-members")
+        .arg("ghost:A")
+        .query(&mut s.con())
+        .unwrap();
+    let found = rb().args(["check"]).run().code(1);
+    assert!(found.stdout.contains("ghost:A"), "{}", found.stdout);
+    rb().args(["check", "--repair"]).run().success();
+    rb().args(["check"]).run().success();
+
+    // No command was refused (Redis logs every refusal in the ACL log).
     let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();
     assert!(refused.is_empty(), "ACL LOG: {refused:?}");
 
