@@ -439,6 +439,13 @@ fn parse_url(url: &str) -> Result<ConnectionInfo, String> {
     Ok(info)
 }
 
+/// Whether `s` is a URL scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`).
+fn is_scheme(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
 /// Masks passwords in a URL: the password of its user info (`redis://user:***@host`) and
 /// `pass=`/`password=` query values (`redis+unix:///sock?pass=***`); leaves other text
 /// alone. It does not parse the URL, so it also masks URLs too malformed to parse (a
@@ -452,7 +459,11 @@ pub fn mask_url(url: &str) -> String {
     // The last '@' ends the user info: a password may hold an unencoded '@'. A unix
     // socket URL has no user info: what follows "://" is its path.
     if let Some(at) = url.rfind('@') {
-        let start = url.find("://").map_or(0, |i| i + 3);
+        // Only a real scheme ends at "://": in `:pw://@host` the "://" is in the password.
+        let start = url
+            .find("://")
+            .filter(|&i| is_scheme(&url[..i]))
+            .map_or(0, |i| i + 3);
         if start < at && !url[start..].starts_with('/') {
             match url[start..at].split_once(':') {
                 // A user name never holds these unencoded; if "the user" does, the '@'
@@ -520,6 +531,10 @@ mod tests {
             "redis+unix:///tmp/r.sock?pass=***"
         );
         assert_eq!(mask_url("redis://u:x?pass=y@h"), "redis://u:***");
+        // Found by fuzzing: "://" inside the password was taken for the scheme's.
+        assert_eq!(mask_url(":PW://@a"), ":***@a");
+        assert_eq!(mask_url("u:PW://x:y@h"), "u:***@h");
+        assert_eq!(mask_url("redis://u:PW://@a"), "redis://u:***@a");
         assert_eq!(
             mask_url("unix:///s?PASSWORD=x#f"),
             "unix:///s?PASSWORD=***#f"

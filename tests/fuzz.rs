@@ -505,3 +505,74 @@ proptest! {
 }
 
 // ---------------------------------------------------------------- regressions
+//
+// No input has made anything panic. These are the wrong answers that fuzzing (and the
+// bad input table) turned up.
+
+/// `DTSTART=x` (no `:`) was read as a second bare rule: "more than one RRULE".
+#[test]
+fn regression_dtstart_without_colon_is_an_invalid_dtstart() {
+    for text in [
+        "DTSTART=5\nRRULE:FREQ=DAILY",
+        "dtstartw0=8\nrrule:freq=daily",
+    ] {
+        let e = Rule::parse(text).unwrap_err().to_string();
+        assert!(e.starts_with("invalid DTSTART"), "{text:?}: {e}");
+    }
+}
+
+/// A 2 MiB schedule made a 4 MiB error line (the text was echoed twice).
+#[test]
+fn regression_errors_about_huge_input_stay_short() {
+    let huge = format!("FREQ=DAILY;{}", "X".repeat(2 << 20));
+    for e in [
+        Schedule::parse(&huge).unwrap_err().to_string(),
+        Rule::parse(&huge).unwrap_err().to_string(),
+        Rule::parse(&format!("FREQ=DAILY;BYHOUR={}", "x".repeat(10_000)))
+            .unwrap_err()
+            .to_string(),
+        timestamp::parse(&"9".repeat(100_000), Tz::UTC).unwrap_err(),
+    ] {
+        assert!(e.len() < 400, "{} bytes: {}", e.len(), &e[..200]);
+    }
+}
+
+/// Found by `structured_rules` after 2.6 million cases: in a zone west of UTC a rule's
+/// last local hours of 9999 were returned as instants in the year 10000.
+#[test]
+fn regression_no_run_past_9999_in_zones_west_of_utc() {
+    let rule = Rule::parse("RRULE:FREQ=SECONDLY;BYHOUR=21").unwrap();
+    let after = 253_402_217_999; // 9999-12-31T00:59:59Z
+    assert_eq!(
+        rule.next_after(after, chrono_tz::America::Sao_Paulo),
+        Ok(None)
+    );
+    assert!(rule.next_after(after, Tz::UTC).unwrap().unwrap() <= MAX_UNIX);
+    let daily =
+        Rule::parse("DTSTART;TZID=America/New_York:99991231T230000\nRRULE:FREQ=DAILY").unwrap();
+    assert_eq!(daily.next_after(0, Tz::UTC), Ok(None));
+}
+
+/// Found by `masked_urls_hide_passwords` after 175,742 cases: in `:PW://@a` the "://"
+/// of the password was taken for the scheme's, and nothing was masked.
+#[test]
+fn regression_scheme_separator_inside_a_password() {
+    for url in [":PW://@a", "u:PW://x@h", "redis://:PW://@a"] {
+        assert!(!mask_url(url).contains("PW"), "{url} -> {}", mask_url(url));
+    }
+}
+
+/// The csv crate read `"a"b` as `ab` and an unclosed quote as the rest of the file.
+#[test]
+fn regression_csv_quoting_is_not_guessed() {
+    for data in [
+        "\"a\"b:A,NOW\n",
+        "a:A,NOW\n\"b:A,NOW\nc:A,NOW\n",
+        "a:A,NO\"W\n",
+    ] {
+        assert!(
+            read_schedules_from(data.as_bytes(), "f.csv").is_err(),
+            "{data:?}"
+        );
+    }
+}

@@ -158,6 +158,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn clip_keeps_messages_short_and_on_char_boundaries() {
+        assert_eq!(clip("FREQ=DAILY"), "FREQ=DAILY");
+        let long = "\u{e9}".repeat(5000);
+        let shown = clip(&long);
+        assert!(shown.starts_with(&"\u{e9}".repeat(SHOWN_CHARS)), "{shown}");
+        assert!(shown.ends_with("... (10000 bytes)"), "{shown}");
+        let e = Schedule::parse(&format!("FREQ=DAILY;{}", "X".repeat(MAX_SCHEDULE_BYTES)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the limit is 16384") && e.len() < 300, "{e}");
+    }
+
+    #[test]
     fn keywords() {
         assert!(matches!(Schedule::parse(" now "), Ok(Schedule::Now)));
         assert!(matches!(

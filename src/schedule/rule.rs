@@ -296,10 +296,14 @@ impl Rule {
             return Err(e);
         }
         let gap_best = best.map(|(b, _)| b);
+        // Local times stop at 9999-12-31T23:59:59, but in a zone west of UTC the last
+        // local hours of 9999 are instants in the year 10000, which nothing else
+        // accepts (timestamps, AT, --after); as documented, there is no run left then.
+        let next = found.or(gap_best).filter(|t| *t <= MAX_LOCAL);
         match res {
-            Ok(ScanEnd::Stopped | ScanEnd::Exhausted) => Ok(found.or(gap_best)),
+            Ok(ScanEnd::Stopped | ScanEnd::Exhausted) => Ok(next),
             // The cycle proof shows nothing follows: what we have is final.
-            Err(RuleError::NeverFires(_)) if found.or(gap_best).is_some() => Ok(found.or(gap_best)),
+            Err(RuleError::NeverFires(_)) if found.or(gap_best).is_some() => Ok(next),
             Err(RuleError::NeverFires(_)) if counting && seen > 0 => Ok(None),
             Err(e) => Err(e),
         }

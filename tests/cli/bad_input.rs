@@ -657,6 +657,11 @@ fn cases() -> Vec<Case> {
         ),
         case("no command", &["work", "A"], "no command to run"),
         case(
+            "check: stray argument",
+            &["check", "--repair", "x"],
+            "unexpected argument 'x' found",
+        ),
+        case(
             "unknown subcommand",
             &["frobnicate"],
             "unrecognized subcommand 'frobnicate'",
