@@ -25,15 +25,19 @@ const ACL_COMMANDS: &[&str] = &[
     "exists",
     "mget",
     "pttl",
+    "type",
     "scan",
     "hget",
     "hset",
     "hdel",
     "hexists",
+    "hlen",
     "hscan",
     "lpush",
     "rpop",
     "lrem",
+    "llen",
+    "lindex",
     "lrange",
     "lpos",
     "sadd",
@@ -47,6 +51,8 @@ const ACL_COMMANDS: &[&str] = &[
     "zrange",
     "zrangebyscore",
     "zscan",
+    "zcard",
+    "zcount",
     "publish",
     "subscribe",
     "unsubscribe",
@@ -333,7 +339,7 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     for (who, p) in [("dispatcher", dispatcher), ("worker", worker)] {
         let (code, err) = p.finish(15.0);
         assert_eq!(code, Some(0), "{who}: {err}");
-        for bad in ["NOPERM", "NoPerm", "no permissions", "ERROR"] {
+        for bad in ["NOPERM", "NoPerm", "no permissions", "level=error"] {
             assert!(!err.contains(bad), "{who} logged {bad}: {err}");
         }
         assert_no_secret(who, &err);
@@ -365,6 +371,12 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     assert!(found.stdout.contains("ghost:A"), "{}", found.stdout);
     rb().args(["check", "--repair"]).run().success();
     rb().args(["check"]).run().success();
+    let figures = rb().args(["stats", "--queues", "A:B:H"]).ok();
+    assert!(figures.contains("schedules"), "{figures}");
+    let scanned = rb()
+        .args(["stats", "--scan", "--format", "prometheus"])
+        .ok();
+    assert!(scanned.contains("redbike_"), "{scanned}");
 
     // No command was refused (Redis logs every refusal in the ACL log).
     let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();
