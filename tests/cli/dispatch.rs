@@ -311,10 +311,11 @@ fn load_refuses_a_bad_file_and_writes_nothing() {
             .fails(2, msg);
         assert_eq!(s.dbsize(), 0, "{text}");
     }
+    // A file the operator named that cannot be read is bad input, like a missing config.
     bike(&s, d.path())
         .args(["load", "missing.csv"])
         .run()
-        .fails(1, "missing.csv");
+        .fails(2, "missing.csv");
 }
 
 #[test]
