@@ -203,25 +203,32 @@ pub enum CompletionShell {
     Fish,
 }
 
+/// Writes a line to stderr; a closed stderr is no reason to panic.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($t)*);
+    }};
+}
+
 /// Runs the command line `args` and returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
     // A panic is a bug, never a user's mistake: one line, no backtrace noise.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("redbike: internal error (please report it): {info}");
+        say!("redbike: internal error (please report it): {info}");
     }));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
     if let Err(e) = crate::log::init(cli.verbose, cli.quiet) {
-        eprintln!("{}", crate::log::error_line(&e.to_string()));
+        say!("{}", crate::log::error_line(&e.to_string()));
         return ExitCode::Usage as i32;
     }
     match execute(cli) {
         Ok(code) => code as i32,
         Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("{}", crate::log::error_line(&e.to_string()));
+            say!("{}", crate::log::error_line(&e.to_string()));
             e.exit_code() as i32
         }
     }
@@ -240,7 +247,7 @@ fn usage_error(e: clap::Error) -> i32 {
         .unwrap_or("invalid usage")
         .trim_start_matches("error: ");
     let message = format!("{first}; try 'redbike --help'");
-    eprintln!("{}", crate::log::error_line(&message));
+    say!("{}", crate::log::error_line(&message));
     ExitCode::Usage as i32
 }
 
@@ -342,6 +349,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 }
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
+    jobid::validate(id)?;
     if with_store(config, |store| store.unset(id))? {
         print_line(&format!("{id}: unset"))?;
     } else {
@@ -353,6 +361,7 @@ fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
 }
 
 fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
+    jobid::validate(id)?;
     let info = with_store(config, |store| store.tell(id))?;
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
@@ -448,9 +457,9 @@ fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> R
         Schedule::Now => print_line(&line(after))?,
         Schedule::Continue => {
             print_line(&line(after))?;
-            eprintln!("redbike: CONTINUE runs again as soon as each run ends");
+            say!("redbike: CONTINUE runs again as soon as each run ends");
         }
-        Schedule::Stop => eprintln!("redbike: STOP never runs"),
+        Schedule::Stop => say!("redbike: STOP never runs"),
     }
     Ok(ExitCode::Success)
 }
@@ -572,7 +581,7 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         return Err(Error::io("cannot write output", e.into()));
     }
     let remaining = summary.problems - summary.repaired.min(summary.problems);
-    eprintln!(
+    say!(
         "check: {} problem(s) in {} job(s) across {} queue(s){}{}",
         summary.problems,
         summary.jobs,

@@ -173,6 +173,8 @@ fn bad_input_is_refused_and_writes_nothing() {
         (&["set", "j", "AT:soon"], "bad AT schedule"),
         (&["set", "j", "  "], "schedule is empty"),
         (&["set", "", "NOW"], "job id is empty"),
+        (&["unset", ""], "job id is empty"),
+        (&["tell", "a\nb"], "control character"),
         (&["set", "j:", "NOW"], "names its queue"),
         (&["set", "a\tb", "NOW"], "control character"),
         (&["set", "j", "NOW", "--after", "yesterday"], "--after"),

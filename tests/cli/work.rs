@@ -407,8 +407,19 @@ fn config_file_supplies_queues_and_command() {
 fn a_command_that_cannot_start_is_a_failure() {
     let t = Setup::new();
     t.set("j:A", "NOW");
-    let w = bike(&t.s, t.d.path())
+    // A missing program is refused at start...
+    bike(&t.s, t.d.path())
         .args(["work", "A", "--", "./no-such-program"])
+        .run()
+        .fails(2, "not found or not executable");
+    // ...one that exists but cannot be started marks the job DIE.
+    std::fs::write(path(&t.d, "broken.sh"), "#!/nonexistent/interpreter\n").unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(path(&t.d, "broken.sh"))
+        .status();
+    let w = bike(&t.s, t.d.path())
+        .args(["work", "A", "--", "./broken.sh"])
         .spawn();
     assert!(t.wait_status("j:A", "DIE"));
     let err = t.stop(w);
