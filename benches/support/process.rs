@@ -118,7 +118,8 @@ impl Background {
         }
     }
 
-    fn log_text(&mut self) -> String {
+    /// What it wrote to stderr (its log) so far.
+    pub fn log_text(&mut self) -> String {
         read_all(&mut self.log)
     }
 }
