@@ -406,6 +406,8 @@ struct TrueRun {
     lost: usize,
     /// Redis "outages" the worker logged (one WARN line each).
     outages: usize,
+    /// How many of them were EINTR ("Interrupted system call").
+    eintr: usize,
     /// CPU seconds of the worker process (not its jobs) and of redis-server.
     cpu: f64,
     redis_cpu: f64,
@@ -414,6 +416,9 @@ struct TrueRun {
 /// How long the running index may stay unchanged, with the queue empty, before its
 /// jobs count as lost (a `/bin/true` job takes about a millisecond).
 const STALL: Duration = Duration::from_secs(2);
+/// The longest a `/bin/true` drain may take before it is cut short (the lost claims
+/// below can make it crawl), to keep the whole benchmark within minutes.
+const TRUE_CAP: Duration = Duration::from_secs(10);
 
 /// Blocks SIGCHLD in the calling thread; run in the worker's child before exec, so all
 /// the worker's threads inherit it (its jobs do not: Rust resets their mask).
@@ -452,7 +457,8 @@ fn true_run(ctx: &Ctx, n: usize, blocked: bool) -> Result<TrueRun> {
     // A claim leases a job and enters it into the running index in the same step, and
     // finishing takes it out, so an empty queue and index mean every outcome is
     // written. Polled every 5 ms: often enough to err by under 0.5 %, rarely enough to
-    // cost next to nothing. Jobs left in the index with no progress for STALL are lost.
+    // cost next to nothing. Jobs left in the index with no progress for STALL are lost;
+    // a run that has not finished after TRUE_CAP is cut short.
     let (mut last, mut changed) = ((usize::MAX, usize::MAX), t);
     let end = loop {
         bike.ensure_running()?;
@@ -467,29 +473,32 @@ fn true_run(ctx: &Ctx, n: usize, blocked: bool) -> Result<TrueRun> {
         match state {
             (0, 0) => break now,
             (0, _) if now - changed >= STALL => break changed,
-            _ if now - t >= COMMAND_TIMEOUT => {
-                bail!("{n} jobs not done within {COMMAND_TIMEOUT:?}: {state:?} queued, running")
-            }
+            _ if now - t >= TRUE_CAP => break now,
             _ => thread::sleep(Duration::from_millis(5)),
         }
     };
     let secs = (end - t).as_secs_f64();
+    let done = count_statuses(&mut con, &keys, "STP:")?;
     let cpu = process::cpu_seconds(bike.pid())?;
     let redis_cpu = process::cpu_seconds(ctx.server.pid())? - redis_cpu;
     let log = bike.log_text();
+    // SIGTERM: running jobs end and are recorded; what is still WRK after is lost.
     bike.stop().context("stopping the worker")?;
-    let statuses: Vec<String> = con.hvals(&keys.statuses)?;
-    let count = |event: &str| statuses.iter().filter(|s| s.starts_with(event)).count();
-    let (done, lost) = (count("STP:"), count("WRK:"));
-    ensure_count("jobs STP or WRK", done + lost, n)?;
     Ok(TrueRun {
         secs,
         done,
-        lost,
+        lost: count_statuses(&mut con, &keys, "WRK:")?,
         outages: log.matches("WARN worker: redis at").count(),
+        eintr: log.matches("Interrupted system call").count(),
         cpu,
         redis_cpu,
     })
+}
+
+/// How many jobs of `keys` have a status starting with `event`.
+fn count_statuses(con: &mut redis::Connection, keys: &Keys, event: &str) -> Result<usize> {
+    let statuses: Vec<String> = con.hvals(&keys.statuses)?;
+    Ok(statuses.iter().filter(|s| s.starts_with(event)).count())
 }
 
 /// `work_true_per_s`: `redbike work A -j 2 -- /bin/true` draining N/20 queued one-off
@@ -512,16 +521,23 @@ pub fn true_jobs(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let bare = 2.0 * n as f64 / (bare_before + bare_after);
     let describe = |r: &TrueRun| {
         format!(
-            "{} of {n} queued NOW jobs run and recorded (STP) in {:.3} s from spawn, \
-             {} lost (claimed, never run: still WRK after {STALL:?} without progress); the \
-             worker logged {} Redis failure(s); CPU per job of the worker process (not its \
-             jobs) {:.0} µs, of redis-server {:.0} µs (including the 5 ms polls)",
+            "{} of {n} queued NOW jobs run and recorded (STP) in {:.3} s from spawn{}, \
+             {} lost (claimed, never run: still WRK after the worker's SIGTERM); the worker \
+             logged {} Redis failure(s), {} of them EINTR; CPU per job of the worker \
+             process (not its jobs) {:.0} µs, of redis-server {:.0} µs (including the 5 ms \
+             polls)",
             r.done,
             r.secs,
+            if r.secs >= TRUE_CAP.as_secs_f64() {
+                " (cut short)"
+            } else {
+                ""
+            },
             r.lost,
             r.outages,
-            1e6 * r.cpu / n as f64,
-            1e6 * r.redis_cpu / n as f64
+            r.eintr,
+            1e6 * r.cpu / r.done.max(1) as f64,
+            1e6 * r.redis_cpu / r.done.max(1) as f64
         )
     };
     let rate = |r: &TrueRun| r.done as f64 / r.secs;
@@ -668,7 +684,7 @@ pub fn enqueue_to_start(ctx: &Ctx) -> Result<Vec<Measurement>> {
         .arg(&helper);
     let mut bike = settled(&mut cmd)?;
     let woken = sorted_ms(binary_start(ctx, &stamps, &mut bike, samples)?);
-    let polled = (ctx.latency_samples / 4).max(2);
+    let polled = (ctx.latency_samples / 8).max(2);
     let unwoken = sorted_ms(raw_start(ctx, &stamps, &mut bike, polled)?);
     bike.stop().context("stopping the worker")?;
     let how = |p: &str| {

@@ -22,7 +22,7 @@ pub struct Options {
     #[arg(long, env = "REDBIKE_BENCH_PYTHON_N")]
     pub python_n: Option<usize>,
     /// Samples of the dispatch latency (one per second); enqueue_to_start takes 5 times
-    /// as many, and a quarter as many jobs queued without a wake-up (about 1 s each)
+    /// as many, and an eighth as many jobs queued without a wake-up (about 1 s each)
     #[arg(long, env = "REDBIKE_BENCH_LATENCY_SAMPLES", default_value_t = 40)]
     pub latency_samples: usize,
     /// Seconds over which the idle dispatcher and the idle worker are watched
