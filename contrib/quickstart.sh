@@ -38,3 +38,5 @@ echo "--- statuses (JOBID,EVENT,TIMESTAMP) ---"
 "$bin" statuses
 echo "--- tell every5:A ---"
 "$bin" tell every5:A
+echo "--- stats ---"
+"$bin" stats --queues A:B

@@ -9,8 +9,16 @@ use std::collections::HashMap;
 use redis::RedisResult;
 
 use crate::{
-    keys::queue_of, recovery, schedule::Schedule, scripts, store::Store, worker::Settings,
+    keys::{glob_escape, queue_of},
+    recovery,
+    schedule::Schedule,
+    scripts,
+    store::{Scan, Store},
+    worker::Settings,
 };
+
+/// Where a job is: on the timeline, queued, leased, and its status.
+type Places = (bool, bool, bool, Option<String>);
 
 /// Items read per SCAN-family call and per pipelined check.
 const CHUNK: usize = 1000;
@@ -57,16 +65,6 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     summary: Summary,
 }
 
-/// Escapes glob characters so a prefix matches itself in SCAN MATCH.
-fn glob_escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| match c {
-            '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
-            c => vec![c],
-        })
-        .collect()
-}
-
 impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     /// A check of `store`'s prefix.
     pub fn new(store: &'a mut Store<'s>, repair: bool, settings: &'a Settings, emit: F) -> Self {
@@ -105,20 +103,27 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             detail,
             queue: queue.to_string(),
         };
-        (self.emit)(&f);
         if kind == "held" || kind == "bad" {
+            (self.emit)(&f);
             self.summary.held += 1;
             return Ok(());
         }
+        // Confirm (or fix) atomically: the walk is not a snapshot, and a job that moved
+        // meanwhile is no problem.
+        if !self.fix(&f, None, !self.repair)? {
+            return Ok(());
+        }
+        (self.emit)(&f);
         self.summary.problems += 1;
-        if self.repair && self.fix(&f, None)? {
+        if self.repair {
             self.summary.repaired += 1;
         }
         Ok(())
     }
 
-    /// Runs repair.lua for a finding; `schedule` for unparsable ones.
-    fn fix(&mut self, f: &Finding, schedule: Option<&str>) -> RedisResult<bool> {
+    /// Runs repair.lua for a finding (`dry`: only whether its condition holds);
+    /// `schedule` for unparsable ones.
+    fn fix(&mut self, f: &Finding, schedule: Option<&str>, dry: bool) -> RedisResult<bool> {
         let k = &self.store.keys;
         let changed: i64 = scripts::REPAIR
             .key(&k.schedules)
@@ -132,6 +137,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .arg(&f.jobid)
             .arg(schedule.unwrap_or(""))
             .arg(crate::timestamp::now())
+            .arg(if dry { "dry" } else { "" })
             .invoke(self.store.con)?;
         Ok(changed > 0)
     }
@@ -153,24 +159,12 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     }
 
     fn scan_keys(&mut self, pattern: &str, ty: &str) -> RedisResult<Vec<String>> {
-        let mut cursor = 0u64;
+        let mut scan = Scan::new("SCAN", None, &["MATCH", pattern, "TYPE", ty]);
         let mut out = Vec::new();
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .arg("TYPE")
-                .arg(ty)
-                .query(self.store.con)?;
+        while let Some(keys) = scan.next_page::<String>(self.store.con)? {
             out.extend(keys);
-            if next == 0 {
-                return Ok(out);
-            }
-            cursor = next;
         }
+        Ok(out)
     }
 
     fn check_queue(&mut self, q: &str) -> RedisResult<()> {
@@ -202,22 +196,13 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 self.check_entry(q, id, entries[id], member)?;
             }
         }
-        let mut cursor = 0u64;
-        loop {
-            let (next, members): (u64, Vec<String>) = redis::cmd("SSCAN")
-                .arg(&members_key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .query(self.store.con)?;
+        let mut scan = Scan::new("SSCAN", Some(&members_key), &[]);
+        while let Some(members) = scan.next_page::<String>(self.store.con)? {
             for id in members.iter().filter(|id| !entries.contains_key(*id)) {
                 self.found("member-without-entry", id, q, format!("queue {q}"))?;
             }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
         }
+        Ok(())
     }
 
     fn check_entry(&mut self, q: &str, id: &str, count: usize, member: bool) -> RedisResult<()> {
@@ -256,14 +241,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         } else {
             "status-of-unknown-job"
         };
-        let mut cursor = 0u64;
-        loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd(scan)
-                .arg(&key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .query(self.store.con)?;
+        let mut walk = Scan::new(scan, Some(&key), &[]);
+        while let Some(page) = walk.next_page::<String>(self.store.con)? {
             let ids: Vec<&String> = page.iter().step_by(2).collect();
             let mut pipe = redis::pipe();
             for id in &ids {
@@ -279,34 +258,21 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                     self.found(kind, id, queue_of(id), String::new())?;
                 }
             }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
         }
+        Ok(())
     }
 
     fn check_schedules(&mut self) -> RedisResult<()> {
         let key = self.store.keys.schedules.clone();
         let mut lost = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, page): (u64, Vec<String>) = redis::cmd("HSCAN")
-                .arg(&key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(CHUNK)
-                .query(self.store.con)?;
+        let mut walk = Scan::new("HSCAN", Some(&key), &[]);
+        while let Some(page) = walk.next_page::<String>(self.store.con)? {
             let jobs: Vec<(String, String)> = page
                 .chunks(2)
                 .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
                 .collect();
             self.summary.jobs += jobs.len();
             self.check_schedule_chunk(&jobs, &mut lost)?;
-            if next == 0 {
-                break;
-            }
-            cursor = next;
         }
         // Put lost jobs back last, when a Python reschedule caught mid-way has finished.
         if self.repair {
@@ -337,12 +303,40 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             detail: why,
             queue: q.to_string(),
         };
+        if !self.fix(&f, Some(text), !self.repair)? {
+            return Ok(()); // changed meanwhile
+        }
         (self.emit)(&f);
         self.summary.problems += 1;
-        if self.repair && self.fix(&f, Some(text))? {
+        if self.repair {
             self.summary.repaired += 1;
         }
         Ok(())
+    }
+
+    /// Where each job is: (on timeline, queued, leased, status), read atomically.
+    fn places(&mut self, jobs: &[&(String, String)]) -> RedisResult<Vec<Places>> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = scripts::PLACES.prepare_invoke();
+        inv.key(&self.store.keys.timeline)
+            .key(&self.store.keys.statuses)
+            .arg(&self.store.keys.prefix);
+        for (id, _) in jobs {
+            inv.arg(id);
+        }
+        let flat: Vec<redis::Value> = inv.invoke(self.store.con)?;
+        Ok(flat
+            .chunks_exact(4)
+            .map(|c| {
+                let flag = |v: &redis::Value| matches!(v, redis::Value::Int(1));
+                let status = redis::from_redis_value::<Option<String>>(c[3].clone())
+                    .ok()
+                    .flatten();
+                (flag(&c[0]), flag(&c[1]), flag(&c[2]), status)
+            })
+            .collect())
     }
 
     fn check_schedule_chunk(
@@ -362,24 +356,10 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         for ((id, text), why) in unparsable {
             self.check_unparsable(id, text, why)?;
         }
-        let k = &self.store.keys;
-        let mut pipe = redis::pipe();
-        for (id, _) in &live {
-            let q = queue_of(id);
-            pipe.zscore(&k.timeline, id)
-                .sismember(k.members(q), id)
-                .exists(k.lease(id))
-                .hget(&k.statuses, id);
-        }
-        type Places = (Option<f64>, bool, bool, Option<String>);
-        let places: Vec<Places> = if live.is_empty() {
-            Vec::new()
-        } else {
-            pipe.query(self.store.con)?
-        };
+        let places = self.places(&live)?;
         for ((id, text), (score, queued, leased, status)) in live.into_iter().zip(places) {
             let q = queue_of(id);
-            match (score.is_some(), queued, leased) {
+            match (score, queued, leased) {
                 (false, false, false)
                     if status.as_deref().is_some_and(|s| s.starts_with("DIE:")) =>
                 {

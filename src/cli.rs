@@ -19,6 +19,7 @@ use crate::{
     help, jobid, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
+    stats,
     status::Status,
     store::{with_store, PlaceItem, Placed},
     timefile, timestamp, worker,
@@ -64,6 +65,28 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The `work` flags, each beating its config key.
+#[derive(Debug, clap::Args)]
+pub struct WorkFlags {
+    /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
+    pub queues: Option<String>,
+    /// Jobs run at once [default: `concurrency` in the config, else 1]
+    #[arg(short = 'j', long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Seconds a job may run, for every queue [default: per-queue `timeouts`, else `default-timeout`]
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Seconds between SIGTERM and SIGKILL when a job is stopped [default: 5]
+    #[arg(long, value_name = "SECS")]
+    pub grace: Option<u64>,
+    /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub on_failure: Option<OnFailure>,
+    /// The command to run per job (after `--`); the job id is appended
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// The subcommands.
@@ -125,25 +148,7 @@ pub enum Command {
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
     #[command(after_long_help = help::WORK)]
-    Work {
-        /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
-        queues: Option<String>,
-        /// Jobs run at once [default: `concurrency` in the config, else 1]
-        #[arg(short = 'j', long, value_name = "N")]
-        concurrency: Option<usize>,
-        /// Seconds a job may run, for every queue [default: per-queue `timeouts`, else `default-timeout`]
-        #[arg(long, value_name = "SECS")]
-        timeout: Option<u64>,
-        /// Seconds between SIGTERM and SIGKILL when a job is stopped [default: 5]
-        #[arg(long, value_name = "SECS")]
-        grace: Option<u64>,
-        /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
-        #[arg(long, value_enum, value_name = "WHAT")]
-        on_failure: Option<OnFailure>,
-        /// The command to run per job (after `--`); the job id is appended
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    Work(WorkFlags),
     /// Check the prefix for jobs out of circulation and inconsistent keys; CSV rows
     /// KIND,JOBID,DETAIL on stdout, a summary on stderr, exit 1 when anything is wrong
     #[command(after_long_help = help::CHECK)]
@@ -164,20 +169,59 @@ pub enum Command {
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
     },
+    /// Print figures about the prefix: queues, timeline, running jobs, statuses
+    #[command(after_long_help = help::STATS)]
+    Stats {
+        /// Output format: text for people, json, or prometheus for node_exporter's textfile collector
+        #[arg(long, value_enum, default_value_t = stats::Format::Text, value_name = "FORMAT")]
+        format: stats::Format,
+        /// Queues to report on, e.g. A:B [default: `queues` in the config]
+        #[arg(long, value_name = "QUEUES")]
+        queues: Option<String>,
+        /// Also find every queue (SCAN of the whole keyspace) and count jobs per status
+        /// event (HSCAN of the statuses); their cost grows with the data
+        #[arg(long)]
+        scan: bool,
+    },
+    /// Print a shell completion script
+    #[command(after_long_help = help::COMPLETIONS)]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: CompletionShell,
+    },
+}
+
+/// The shells `redbike completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    /// bash (with the bash-completion package)
+    Bash,
+    /// zsh
+    Zsh,
+    /// fish
+    Fish,
 }
 
 /// Runs the command line `args` and returns the process exit code.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
+    // A panic is a bug, never a user's mistake: one line, no backtrace noise.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("redbike: internal error (please report it): {info}");
+    }));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    crate::log::init(cli.verbose, cli.quiet);
+    if let Err(e) = crate::log::init(cli.verbose, cli.quiet) {
+        eprintln!("{}", crate::log::error_line(&e.to_string()));
+        return ExitCode::Usage as i32;
+    }
     match execute(cli) {
         Ok(code) => code as i32,
         Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("redbike: {e}");
+            eprintln!("{}", crate::log::error_line(&e.to_string()));
             e.exit_code() as i32
         }
     }
@@ -195,11 +239,16 @@ fn usage_error(e: clap::Error) -> i32 {
         .next()
         .unwrap_or("invalid usage")
         .trim_start_matches("error: ");
-    eprintln!("redbike: {first}; try 'redbike --help'");
+    let message = format!("{first}; try 'redbike --help'");
+    eprintln!("{}", crate::log::error_line(&message));
     ExitCode::Usage as i32
 }
 
 fn execute(cli: Cli) -> Result<ExitCode> {
+    // Completion scripts depend on nothing but the clap definitions: no config needed.
+    if let Command::Completions { shell } = cli.command {
+        return cmd_completions(shell);
+    }
     let overrides = Overrides {
         config: cli.config,
         redis_url: cli.redis_url,
@@ -222,29 +271,18 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             count,
             after,
         } => cmd_next(&config, &schedule, count, after.as_deref()),
-        Command::Work {
-            queues,
-            concurrency,
-            timeout,
-            grace,
-            on_failure,
-            command,
-        } => cmd_work(
-            &config,
-            WorkFlags {
-                queues,
-                concurrency,
-                timeout,
-                grace,
-                on_failure,
-                command,
-            },
-        ),
+        Command::Work(flags) => cmd_work(&config, flags),
         Command::Check { repair } => cmd_check(&config, repair),
         Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
         Command::Dispatch { schedules, after } => {
             cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
         }
+        Command::Stats {
+            format,
+            queues,
+            scan,
+        } => cmd_stats(&config, format, queues.as_deref(), scan),
+        Command::Completions { shell } => cmd_completions(shell),
     }
 }
 
@@ -459,16 +497,6 @@ fn cmd_dispatch(
     Ok(ExitCode::Success)
 }
 
-/// The `work` flags, each beating its config key.
-struct WorkFlags {
-    queues: Option<String>,
-    concurrency: Option<usize>,
-    timeout: Option<u64>,
-    grace: Option<u64>,
-    on_failure: Option<OnFailure>,
-    command: Vec<String>,
-}
-
 fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     let w = &config.worker;
     let queues = flags.queues.or_else(|| w.queues.clone()).ok_or_else(|| {
@@ -565,4 +593,41 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     } else {
         ExitCode::Success
     })
+}
+
+fn cmd_stats(
+    config: &Config,
+    format: stats::Format,
+    queues: Option<&str>,
+    scan: bool,
+) -> Result<ExitCode> {
+    let queues = match queues.or(config.worker.queues.as_deref()) {
+        Some(text) => stats::parse_queue_names(text)?,
+        None => Vec::new(),
+    };
+    let opts = stats::Options { queues, scan };
+    let figures = with_store(config, |store| {
+        stats::collect(store, &opts, timestamp::now())
+    })?;
+    out()
+        .write_all(stats::render(&figures, format).as_bytes())
+        .map_err(|e| Error::io("cannot write output", e))?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_completions(shell: CompletionShell) -> Result<ExitCode> {
+    use clap::CommandFactory;
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    // clap_complete panics when its writer fails; render into memory, then write, so a
+    // closed pipe is an ordinary error.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "redbike", &mut script);
+    out()
+        .write_all(&script)
+        .map_err(|e| Error::io("cannot write output", e))?;
+    Ok(ExitCode::Success)
 }

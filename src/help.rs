@@ -18,8 +18,13 @@ redbike.conf.example); .redbike.timefile is the dispatcher's clock (config key t
 
 Environment: REDBIKE_CONFIG names the config file (like --config); REDBIKE_REDIS_URL \
 the Redis URL (like --redis-url; keeps passwords out of files); REDBIKE_PREFIX the key \
-prefix (like --prefix). When JOURNAL_STREAM is set (under systemd), log lines carry \
-journald priorities and no timestamp.
+prefix (like --prefix); REDBIKE_LOG the log level, error, warn, info (the default) or \
+debug (-v and -q beat it: any of them counts from info).
+
+Logs: one line per event on stderr, ts=TIME level=LEVEL msg=\"TEXT\", the message a \
+JSON string (quotes and newlines escaped). When stderr is the journal stream named by \
+JOURNAL_STREAM (under systemd), lines start with journald's priority (<3> error, <4> \
+warn, <6> info, <7> debug) instead of the timestamp.
 
 Exit codes: 0 success; 1 any other failure; 2 usage error or bad input, nothing was \
 written to Redis; 69 Redis unreachable; 128+N a dispatcher or worker ended by a second \
@@ -37,7 +42,9 @@ redbike work A -j 4 -- /usr/local/bin/run-job
 
 redbike schedules > backup.csv && redbike load backup.csv
 
-redbike control HALT";
+redbike control HALT
+
+redbike stats --format prometheus";
 
 /// Schedule syntax and semantics, for `set`, `load` and `next`.
 pub const SCHEDULES: &str = "\
@@ -113,3 +120,32 @@ rows are unparsable schedules already marked BAD: they are not problems, but an 
 operator has to set or unset them. The schedule hash is the source of truth. Every repair re-checks its \
 condition atomically, so --repair is idempotent and safe while dispatchers and workers \
 run.";
+/// `stats`: what each figure is and which need a scan.
+pub const STATS: &str = "\
+Figures: schedules (HLEN of PREFIX-schedules); whether PREFIX-control says HALT; the \
+timeline's size, the jobs due now or earlier and how late the oldest of them is \
+(ZCARD, ZCOUNT, ZRANGE 0 0); running jobs from the lease index PREFIX-leases (ZCARD, \
+0 when absent; Python workers do not write it, so their jobs are not counted); per \
+queue its length and how long its next job has waited, from that job's ENQ status \
+(LLEN, LINDEX -1, HGET). These are cheap: a few round trips whatever the size of the \
+data.
+
+Queues reported: those of --queues, else of `queues` in the config; with --scan also \
+every non-empty queue found by SCAN of PREFIX-work-*.
+
+--scan also counts jobs per status event (HSCAN of PREFIX-statuses) and lease keys of \
+any worker, Python's included. SCAN walks the whole keyspace and HSCAN every status, so \
+their cost grows with the data: use them for a look, or every few minutes, not every \
+second on a large instance.
+
+--format prometheus writes gauges named redbike_* with labels prefix and queue (and \
+event) in the text exposition format, for node_exporter's textfile collector; write to \
+a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
+--format json writes one object whose fields are only ever added.";
+
+/// `completions`: how to install the scripts.
+pub const COMPLETIONS: &str = "\
+Install: redbike completions bash > /etc/bash_completion.d/redbike (or \
+~/.local/share/bash-completion/completions/redbike); redbike completions zsh > \
+\"${fpath[1]}/_redbike\"; redbike completions fish > \
+~/.config/fish/completions/redbike.fish.";

@@ -46,6 +46,18 @@ pub fn queue_of(jobid: &str) -> &str {
     jobid.rsplit(':').next().unwrap_or(jobid)
 }
 
+/// Escapes glob characters so a prefix matches only itself in SCAN MATCH.
+pub fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl Keys {
     /// The names for `prefix`.
     pub fn new(prefix: &str) -> Keys {

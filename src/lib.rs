@@ -24,6 +24,7 @@ pub mod runner;
 pub mod schedule;
 pub mod scripts;
 pub mod shutdown;
+pub mod stats;
 pub mod status;
 pub mod store;
 pub mod timefile;

@@ -81,6 +81,17 @@ impl CommandWorker {
             .env("REDBIKE_BACKOFF_FILE", backoff_file)
             // Its own process group, so a timeout stops everything it started.
             .process_group(0);
+        // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours; it runs in
+        // the child between fork and exec. PR_SET_PDEATHSIG kills the job when the worker
+        // dies (even by SIGKILL), so a job recovered elsewhere never overlaps its orphan.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         cmd
     }
 

@@ -34,3 +34,5 @@ pub static SWEEP: LazyLock<Script> = script!("sweep.lua");
 pub static REPAIR: LazyLock<Script> = script!("repair.lua");
 /// `load`: place a batch of jobs in one call.
 pub static PLACE_MANY: LazyLock<Script> = script!("place_many.lua");
+/// `check`: where a batch of jobs is, atomically.
+pub static PLACES: LazyLock<Script> = script!("places.lua");

@@ -130,6 +130,55 @@ fn action(placement: Placement) -> (&'static str, i64) {
     }
 }
 
+/// A SCAN-family walk (SCAN, HSCAN, SSCAN, ZSCAN), one page per call, so callers keep
+/// the connection free for other commands between pages.
+pub struct Scan {
+    /// The command, e.g. `HSCAN`.
+    verb: &'static str,
+    /// The key walked (none for SCAN).
+    key: Option<String>,
+    /// Arguments after the cursor (MATCH, TYPE); COUNT is added.
+    extra: Vec<String>,
+    /// The next cursor; `None` once the walk is over.
+    cursor: Option<u64>,
+}
+
+/// Items asked for per page.
+pub const SCAN_COUNT: usize = 1000;
+
+impl Scan {
+    /// A walk of `verb` over `key` with `extra` arguments (e.g. `["MATCH", "p*"]`).
+    pub fn new(verb: &'static str, key: Option<&str>, extra: &[&str]) -> Scan {
+        Scan {
+            verb,
+            key: key.map(str::to_string),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            cursor: Some(0),
+        }
+    }
+
+    /// The next page (flat: fields and values alternate for HSCAN/ZSCAN); `None` at the end.
+    pub fn next_page<T: redis::FromRedisValue>(
+        &mut self,
+        con: &mut Connection,
+    ) -> redis::RedisResult<Option<Vec<T>>> {
+        let Some(cursor) = self.cursor else {
+            return Ok(None);
+        };
+        let mut cmd = redis::cmd(self.verb);
+        if let Some(key) = &self.key {
+            cmd.arg(key);
+        }
+        cmd.arg(cursor)
+            .arg(&self.extra)
+            .arg("COUNT")
+            .arg(SCAN_COUNT);
+        let (next, page): (u64, Vec<T>) = cmd.query(con)?;
+        self.cursor = (next != 0).then_some(next);
+        Ok(Some(page))
+    }
+}
+
 /// Connects for a one-shot command and runs `f` with a [`Store`].
 pub fn with_store<T>(config: &Config, f: impl FnOnce(&mut Store<'_>) -> Result<T>) -> Result<T> {
     let mut con = connect(config, COMMAND_TIMEOUT)?;
@@ -259,23 +308,14 @@ impl Store<'_> {
         key: &str,
         mut each: impl FnMut(Vec<u8>, Vec<u8>) -> Result<()>,
     ) -> Result<()> {
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, page): (u64, Vec<Vec<u8>>) = redis::cmd("HSCAN")
-                .arg(key)
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(1000)
-                .query(self.con)?;
+        let mut scan = Scan::new("HSCAN", Some(key), &[]);
+        while let Some(page) = scan.next_page::<Vec<u8>>(self.con)? {
             let mut it = page.into_iter();
             while let (Some(field), Some(value)) = (it.next(), it.next()) {
                 each(field, value)?;
             }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
         }
+        Ok(())
     }
 
     /// Sets the control key (`HALT`) and tells listening processes at once.

@@ -1,60 +1,65 @@
--- repair: one fix of `redbike check --repair`. Each op re-checks its condition, so it is
--- idempotent and safe while dispatchers and workers run; the schedule hash is the
--- source of truth.
+-- repair: one fix of `redbike check --repair`, or with "dry" only whether its condition
+-- still holds (check confirms each finding this way: a SCAN walk is not a snapshot).
+-- Each op re-checks its condition, so it is idempotent and safe while dispatchers and
+-- workers run; the schedule hash is the source of truth.
 -- KEYS: schedules, statuses, timeline, queue list, members set, lease, failures
--- ARGV: op, jobid, expected schedule (mark-bad), now
--- Returns 1 when something changed, else 0.
+-- ARGV: op, jobid, expected schedule (unparsable-schedule), now, "dry" or ""
+-- Returns 1 when the condition held (and, unless dry, was fixed), else 0.
 local schedules, statuses, timeline, queue, members, lease, failures =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local op, jobid = ARGV[1], ARGV[2]
+local op, jobid, dry = ARGV[1], ARGV[2], ARGV[5] == "dry"
 local scheduled = redis.call("HEXISTS", schedules, jobid) == 1
 local in_list = redis.call("LPOS", queue, jobid)
-if op == "queued-and-timeline" then
-  -- Queued wins: it runs sooner, and its worker re-places it afterwards.
-  if redis.call("SISMEMBER", members, jobid) == 1 then
-    return redis.call("ZREM", timeline, jobid)
-  end
-elseif op == "queued-while-running" then
-  if redis.call("EXISTS", lease) == 1 then
-    redis.call("SREM", members, jobid)
-    return redis.call("LREM", queue, 0, jobid)
-  end
-elseif op == "entry-without-member" then
-  if not in_list or redis.call("SISMEMBER", members, jobid) == 1 then
-    return 0
-  end
-  if scheduled then
-    return redis.call("SADD", members, jobid)
-  end
-  return redis.call("LREM", queue, 0, jobid)
-elseif op == "duplicate-entry" then
-  local at = redis.call("LPOS", queue, jobid, "COUNT", 0)
-  if #at > 1 then
-    redis.call("LREM", queue, #at - 1, jobid)
-    return 1
-  end
-elseif op == "member-without-entry" or op == "wrong-queue" then
-  if op == "wrong-queue" or not in_list then
-    local n = redis.call("SREM", members, jobid)
-    return n + redis.call("LREM", queue, 0, jobid)
-  end
-elseif op == "timeline-without-schedule" then
-  if not scheduled then
-    return redis.call("ZREM", timeline, jobid)
-  end
-elseif op == "status-of-unknown-job" then
-  if not scheduled then
-    redis.call("HDEL", failures, jobid)
-    return redis.call("HDEL", statuses, jobid)
-  end
-elseif op == "unparsable-schedule" then
-  if redis.call("HGET", schedules, jobid) == ARGV[3] then
-    redis.call("HSET", statuses, jobid, "BAD:" .. ARGV[4])
-    redis.call("ZREM", timeline, jobid)
-    if redis.call("SREM", members, jobid) == 1 then
-      redis.call("LREM", queue, 0, jobid)
-    end
-    return 1
-  end
+local member = redis.call("SISMEMBER", members, jobid) == 1
+
+-- Each entry: the condition, and the fix.
+local ops = {
+  ["queued-and-timeline"] = {
+    function() return member and redis.call("ZSCORE", timeline, jobid) end,
+    -- Queued wins: it runs sooner, and its worker re-places it afterwards.
+    function() redis.call("ZREM", timeline, jobid) end},
+  ["queued-while-running"] = {
+    function() return member and redis.call("EXISTS", lease) == 1 end,
+    function() redis.call("SREM", members, jobid); redis.call("LREM", queue, 0, jobid) end},
+  ["entry-without-member"] = {
+    function() return in_list and not member end,
+    function()
+      if scheduled then redis.call("SADD", members, jobid) else redis.call("LREM", queue, 0, jobid) end
+    end},
+  ["duplicate-entry"] = {
+    function() return #redis.call("LPOS", queue, jobid, "COUNT", 0) > 1 end,
+    function() redis.call("LREM", queue, #redis.call("LPOS", queue, jobid, "COUNT", 0) - 1, jobid) end},
+  ["member-without-entry"] = {
+    function() return member and not in_list end,
+    function() redis.call("SREM", members, jobid) end},
+  ["wrong-queue"] = {
+    function() return member or in_list end,
+    function() redis.call("SREM", members, jobid); redis.call("LREM", queue, 0, jobid) end},
+  ["timeline-without-schedule"] = {
+    function() return not scheduled and redis.call("ZSCORE", timeline, jobid) end,
+    function() redis.call("ZREM", timeline, jobid) end},
+  ["status-of-unknown-job"] = {
+    function() return not scheduled and redis.call("HEXISTS", statuses, jobid) == 1 end,
+    function() redis.call("HDEL", failures, jobid); redis.call("HDEL", statuses, jobid) end},
+  ["unparsable-schedule"] = {
+    function() return redis.call("HGET", schedules, jobid) == ARGV[3] end,
+    function()
+      redis.call("HSET", statuses, jobid, "BAD:" .. ARGV[4])
+      redis.call("ZREM", timeline, jobid)
+      if member then
+        redis.call("SREM", members, jobid)
+        redis.call("LREM", queue, 0, jobid)
+      end
+    end},
+}
+local entry = ops[op]
+if not entry then
+  return redis.error_reply("unknown repair " .. tostring(op))
 end
-return 0
+if not entry[1]() then
+  return 0
+end
+if not dry then
+  entry[2]()
+end
+return 1

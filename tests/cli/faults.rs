@@ -14,10 +14,20 @@ use crate::{
     work::{Setup, JOB},
 };
 
-/// Kills a worker and every job process group it started (they outlive it otherwise).
+/// Kills a worker with SIGKILL: its job dies with it (PR_SET_PDEATHSIG); what the job
+/// started itself is killed here through its process group.
 fn kill_worker_and_jobs(t: &Setup, mut worker: std::process::Child) {
+    let job: i32 = std::fs::read_to_string(format!("{}.pid", t.log().display()))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     let _ = worker.kill();
     let _ = worker.wait();
+    assert!(
+        wait_until(3.0, || unsafe { libc::kill(job, 0) } != 0),
+        "the job outlived its worker"
+    );
     let file = format!("{}.grandchild", t.log().display());
     if let Some(pid) = std::fs::read_to_string(file)
         .ok()

@@ -25,7 +25,7 @@ case "$1" in
   unset*) exit 101;;
   back*) echo 30 > "$REDBIKE_BACKOFF_FILE";;
   sleep*) sleep 1;;
-  hang*) sleep 30 & echo $! > "$TEST_LOG.grandchild"; wait;;
+  hang*) echo $$ > "$TEST_LOG.pid"; sleep 30 & echo $! > "$TEST_LOG.grandchild"; wait;;
 esac
 echo "end $1 $(date +%s.%N)" >> "$TEST_LOG"
 "#;

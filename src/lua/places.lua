@@ -1,0 +1,15 @@
+-- places: where each of a batch of jobs is, read atomically (a pipeline is not: a job
+-- moving between two reads would look lost).
+-- KEYS: timeline, statuses
+-- ARGV: prefix, jobid1, jobid2, ...
+-- Returns per job: {on timeline 0/1, queued 0/1, leased 0/1, status or false}
+local out = {}
+for i = 2, #ARGV do
+  local jobid = ARGV[i]
+  local queue = ARGV[1] .. "-work-" .. string.match(jobid, "([^:]*)$")
+  out[#out + 1] = redis.call("ZSCORE", KEYS[1], jobid) and 1 or 0
+  out[#out + 1] = redis.call("SISMEMBER", queue .. "-members", jobid)
+  out[#out + 1] = redis.call("EXISTS", queue .. "-" .. jobid)
+  out[#out + 1] = redis.call("HGET", KEYS[2], jobid)
+end
+return out

@@ -1,0 +1,543 @@
+//! `redbike stats`: figures about one prefix for people (text), scripts (JSON) and
+//! monitoring (Prometheus text exposition format, for node_exporter's textfile
+//! collector).
+//!
+//! The default path reads with cheap commands only: HLEN, GET, ZCARD, ZCOUNT, a
+//! one-member ZRANGE, and per named queue LLEN, LINDEX and one HGET, in three round
+//! trips whatever the size of the data. Two figures need a walk over data that grows
+//! with the number of jobs, so they are only read with `--scan`: the queues that exist
+//! (SCAN of `P-work-*`, which walks the whole keyspace) and the counts per status event
+//! (HSCAN of `P-statuses`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use redis::Value;
+use serde::Serialize;
+
+use crate::{
+    error::{Error, Result},
+    keys::glob_escape,
+    status::{Status, ENQ},
+    store::{Scan, Store},
+    timestamp,
+};
+
+/// How `redbike stats` prints its figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Lines for people; the shape may change.
+    Text,
+    /// One JSON object; fields are added, never renamed.
+    Json,
+    /// Prometheus text exposition format, gauges named `redbike_*`.
+    Prometheus,
+}
+
+/// What to read.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Queues to report on whatever they hold (from `--queues` or the config).
+    pub queues: Vec<String>,
+    /// Also walk the keyspace for every queue and the statuses for counts per event.
+    pub scan: bool,
+}
+
+/// The figures of one prefix at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// The key prefix.
+    pub prefix: String,
+    /// When the figures were read, unix seconds.
+    pub time: i64,
+    /// Whether `--scan` figures are included.
+    pub scanned: bool,
+    /// Stored schedules (HLEN of `P-schedules`).
+    pub schedules: u64,
+    /// Whether `P-control` says HALT.
+    pub halted: bool,
+    /// The timeline.
+    pub timeline: Timeline,
+    /// Running jobs according to the lease index `P-leases` (ZCARD; 0 when absent).
+    /// Python workers do not write that index, so their jobs are not counted here.
+    pub running: u64,
+    /// One entry per queue, sorted by name.
+    pub queues: Vec<Queue>,
+    /// Jobs per status event (`--scan` only).
+    pub statuses: Option<BTreeMap<String, u64>>,
+    /// Status values not of the shape `EVENT:TS` (`--scan` only).
+    pub unparsable_statuses: Option<u64>,
+    /// Lease keys `P-work-Q-JOBID` found, Python workers' included (`--scan` only).
+    pub lease_keys: Option<u64>,
+}
+
+/// Figures of `P-timeline`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    /// Jobs on the timeline (ZCARD).
+    pub jobs: u64,
+    /// Jobs due now or earlier (ZCOUNT -inf now): what dispatchers have yet to move.
+    pub due: u64,
+    /// Seconds the oldest due job is past its time; 0 when none is due.
+    pub oldest_due_lateness_seconds: i64,
+}
+
+/// Figures of one work queue `P-work-Q`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Queue {
+    /// The queue name.
+    pub queue: String,
+    /// Jobs waiting (LLEN).
+    pub length: u64,
+    /// Seconds the next job to be claimed has waited, from its `ENQ` status; 0 for an
+    /// empty queue; `None` when that job's status is not `ENQ` (so its age is unknown).
+    pub oldest_age_seconds: Option<i64>,
+}
+
+/// Reads the figures.
+pub fn collect(store: &mut Store<'_>, opts: &Options, now: i64) -> Result<Stats> {
+    let mut stats = read_cheap(store, now)?;
+    let mut names: BTreeSet<String> = opts.queues.iter().cloned().collect();
+    if opts.scan {
+        let found = scan_work_keys(store)?;
+        names.extend(found.queues);
+        stats.lease_keys = Some(found.lease_keys);
+        let (events, unparsable) = count_statuses(store)?;
+        stats.statuses = Some(events);
+        stats.unparsable_statuses = Some(unparsable);
+        stats.scanned = true;
+    }
+    stats.queues = read_queues(store, &names, now)?;
+    Ok(stats)
+}
+
+/// Everything that does not depend on the queues, in one round trip.
+fn read_cheap(store: &mut Store<'_>, now: i64) -> Result<Stats> {
+    let k = store.keys;
+    type Reply = (u64, Option<String>, u64, u64, Vec<(Vec<u8>, f64)>, u64);
+    let (schedules, control, jobs, due, oldest, running): Reply = redis::pipe()
+        .hlen(&k.schedules)
+        .get(&k.control)
+        .zcard(&k.timeline)
+        .zcount(&k.timeline, "-inf", now)
+        .zrange_withscores(&k.timeline, 0, 0)
+        .zcard(&k.leases)
+        .query(store.con)?;
+    let lateness = match oldest.first() {
+        Some((_, score)) if due > 0 => (now - *score as i64).max(0),
+        _ => 0,
+    };
+    Ok(Stats {
+        prefix: k.prefix.clone(),
+        time: now,
+        scanned: false,
+        schedules,
+        halted: control.as_deref() == Some("HALT"),
+        timeline: Timeline {
+            jobs,
+            due,
+            oldest_due_lateness_seconds: lateness,
+        },
+        running,
+        queues: Vec::new(),
+        statuses: None,
+        unparsable_statuses: None,
+        lease_keys: None,
+    })
+}
+
+/// Length and oldest entry of each queue, then that entry's status: two round trips.
+fn read_queues(store: &mut Store<'_>, names: &BTreeSet<String>, now: i64) -> Result<Vec<Queue>> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for q in names {
+        let key = store.keys.queue(q);
+        pipe.llen(&key).lindex(&key, -1);
+    }
+    let heads: Vec<(u64, Option<Vec<u8>>)> = pipe.query(store.con)?;
+    let mut pipe = redis::pipe();
+    for (_, head) in &heads {
+        // An empty queue asks for a field that cannot exist, keeping replies aligned.
+        pipe.hget(&store.keys.statuses, head.as_deref().unwrap_or(b""));
+    }
+    let statuses: Vec<Option<String>> = pipe.query(store.con)?;
+    let queues = names.iter().zip(heads).zip(statuses);
+    Ok(queues
+        .map(|((name, (length, head)), status)| Queue {
+            queue: name.clone(),
+            length,
+            oldest_age_seconds: match head {
+                None => Some(0),
+                Some(_) => enqueued_age(status.as_deref(), now),
+            },
+        })
+        .collect())
+}
+
+/// Seconds since an `ENQ:TS` status; `None` for any other status.
+fn enqueued_age(status: Option<&str>, now: i64) -> Option<i64> {
+    let s = Status::parse(status?)?;
+    (s.event == ENQ).then(|| (now - s.at).max(0))
+}
+
+/// What a walk over `P-work-*` found.
+struct WorkKeys {
+    queues: BTreeSet<String>,
+    lease_keys: u64,
+}
+
+/// Walks `P-work-*` with SCAN and classifies each key by its TYPE: a list is a queue
+/// `P-work-Q`, a set ending in `-members` is a queue's members set, a string is a
+/// lease. Names alone cannot tell them apart: queue names and job ids may contain
+/// `-`. TYPE (not SCAN's TYPE option) keeps this working on Redis before 6.0.
+fn scan_work_keys(store: &mut Store<'_>) -> Result<WorkKeys> {
+    let stem = format!("{}-work-", store.keys.prefix);
+    let pattern = format!("{}*", glob_escape(&stem));
+    let mut found = WorkKeys {
+        queues: BTreeSet::new(),
+        lease_keys: 0,
+    };
+    let mut scan = Scan::new("SCAN", None, &["MATCH", &pattern]);
+    while let Some(keys) = scan.next_page::<Vec<u8>>(store.con)? {
+        classify_page(store, &stem, &keys, &mut found)?;
+    }
+    Ok(found)
+}
+
+/// Classifies one SCAN page with one pipelined TYPE per key.
+fn classify_page(
+    store: &mut Store<'_>,
+    stem: &str,
+    keys: &[Vec<u8>],
+    found: &mut WorkKeys,
+) -> Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("TYPE").arg(key);
+    }
+    let types: Vec<Value> = pipe.query(store.con)?;
+    for (key, kind) in keys.iter().zip(types) {
+        // Keys that are not UTF-8 were not written by redbike; they name no queue.
+        let Some(rest) = std::str::from_utf8(key)
+            .ok()
+            .and_then(|k| k.strip_prefix(stem))
+        else {
+            continue;
+        };
+        match type_name(&kind).as_str() {
+            "list" => {
+                found.queues.insert(rest.to_string());
+            }
+            "set" => {
+                if let Some(q) = rest.strip_suffix("-members").filter(|q| !q.is_empty()) {
+                    found.queues.insert(q.to_string());
+                }
+            }
+            "string" => found.lease_keys += 1,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// TYPE answers with a simple string, which redis-rs hands over as `Okay` for "OK"
+/// only; read whatever shape it has.
+fn type_name(v: &Value) -> String {
+    match v {
+        Value::SimpleString(s) => s.clone(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    }
+}
+
+/// Counts statuses per event with HSCAN; returns the counts and the unparsable ones.
+fn count_statuses(store: &mut Store<'_>) -> Result<(BTreeMap<String, u64>, u64)> {
+    let mut events = BTreeMap::new();
+    let mut unparsable = 0;
+    let key = store.keys.statuses.clone();
+    store.scan_hash(&key, |_, raw| {
+        match Status::parse(&String::from_utf8_lossy(&raw)) {
+            Some(s) => *events.entry(s.event).or_insert(0) += 1,
+            None => unparsable += 1,
+        }
+        Ok(())
+    })?;
+    Ok((events, unparsable))
+}
+
+/// Renders the figures in `format`, newline-terminated.
+pub fn render(stats: &Stats, format: Format) -> String {
+    match format {
+        Format::Text => render_text(stats),
+        Format::Json => {
+            // A struct of strings, numbers, bools and maps with string keys always
+            // serializes.
+            let mut s = serde_json::to_string_pretty(stats).expect("Stats serializes");
+            s.push('\n');
+            s
+        }
+        Format::Prometheus => render_prometheus(stats),
+    }
+}
+
+fn render_text(s: &Stats) -> String {
+    let mut lines = vec![
+        format!("prefix      {}", s.prefix),
+        format!("time        {} ({})", s.time, timestamp::iso_utc(s.time)),
+        format!("halted      {}", if s.halted { "yes" } else { "no" }),
+        format!("schedules   {}", s.schedules),
+        format!(
+            "timeline    {} job(s), {} due{}",
+            s.timeline.jobs,
+            s.timeline.due,
+            match s.timeline.due {
+                0 => String::new(),
+                _ => format!(
+                    ", the oldest due {}s late",
+                    s.timeline.oldest_due_lateness_seconds
+                ),
+            }
+        ),
+        format!(
+            "running     {} (from {}; Python workers' jobs are not counted)",
+            s.running,
+            crate::keys::Keys::new(&s.prefix).leases
+        ),
+    ];
+    if s.queues.is_empty() {
+        lines.push(
+            "queues      none named: use --queues A:B, `queues` in the config, or --scan".into(),
+        );
+    }
+    for q in &s.queues {
+        let oldest = match q.oldest_age_seconds {
+            _ if q.length == 0 => String::new(),
+            Some(age) => format!(", the oldest for {age}s"),
+            None => ", the oldest for an unknown time (its status is not ENQ)".into(),
+        };
+        lines.push(format!(
+            "queue       {}: {} waiting{oldest}",
+            q.queue, q.length
+        ));
+    }
+    if let Some(events) = &s.statuses {
+        let counts: Vec<String> = events.iter().map(|(e, n)| format!("{e} {n}")).collect();
+        lines.push(format!("statuses    {}", counts.join(", ")));
+    }
+    if let Some(n) = s.unparsable_statuses.filter(|n| *n > 0) {
+        lines.push(format!("unparsable  {n} status value(s)"));
+    }
+    if let Some(n) = s.lease_keys {
+        lines.push(format!("lease keys  {n} (any worker's)"));
+    }
+    lines.join("\n") + "\n"
+}
+
+/// One gauge family of the exposition.
+struct Gauge {
+    name: &'static str,
+    help: &'static str,
+    samples: Vec<(Vec<(&'static str, String)>, i64)>,
+}
+
+fn render_prometheus(s: &Stats) -> String {
+    let mut out = String::new();
+    for g in gauges(s).iter().filter(|g| !g.samples.is_empty()) {
+        out.push_str(&format!(
+            "# HELP {} {}\n# TYPE {} gauge\n",
+            g.name, g.help, g.name
+        ));
+        for (labels, value) in &g.samples {
+            let labels: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                .collect();
+            out.push_str(&format!("{}{{{}}} {value}\n", g.name, labels.join(",")));
+        }
+    }
+    out
+}
+
+/// The gauges of `s`; every sample carries the `prefix` label.
+fn gauges(s: &Stats) -> Vec<Gauge> {
+    let p = || ("prefix", s.prefix.clone());
+    let one = |name, help, v: i64| Gauge {
+        name,
+        help,
+        samples: vec![(vec![p()], v)],
+    };
+    let per_queue = |name, help, f: &dyn Fn(&Queue) -> Option<i64>| Gauge {
+        name,
+        help,
+        samples: s
+            .queues
+            .iter()
+            .filter_map(|q| Some((vec![p(), ("queue", q.queue.clone())], f(q)?)))
+            .collect(),
+    };
+    let optional = |name, help, v: Option<u64>| Gauge {
+        name,
+        help,
+        samples: v.map(|v| (vec![p()], v as i64)).into_iter().collect(),
+    };
+    vec![
+        one(
+            "redbike_stats_time_seconds",
+            "Unix time the figures were read.",
+            s.time,
+        ),
+        one(
+            "redbike_halted",
+            "1 when the control key says HALT.",
+            s.halted as i64,
+        ),
+        one("redbike_schedules", "Stored schedules.", s.schedules as i64),
+        one(
+            "redbike_timeline_jobs",
+            "Jobs on the timeline.",
+            s.timeline.jobs as i64,
+        ),
+        one(
+            "redbike_timeline_due_jobs",
+            "Timeline jobs due now or earlier, not yet dispatched.",
+            s.timeline.due as i64,
+        ),
+        one(
+            "redbike_timeline_oldest_due_lateness_seconds",
+            "Seconds the oldest due timeline job is past its time (0 when none is due).",
+            s.timeline.oldest_due_lateness_seconds,
+        ),
+        one(
+            "redbike_running_jobs",
+            "Jobs running under a lease in the lease index (Python workers' jobs are not counted).",
+            s.running as i64,
+        ),
+        per_queue(
+            "redbike_queue_length",
+            "Jobs waiting in the work queue.",
+            &|q| Some(q.length as i64),
+        ),
+        per_queue(
+            "redbike_queue_oldest_age_seconds",
+            "Seconds the next job of the queue has waited (0 when empty; absent when unknown).",
+            &|q| q.oldest_age_seconds,
+        ),
+        Gauge {
+            name: "redbike_status_jobs",
+            help: "Jobs per status event (needs --scan).",
+            samples: s
+                .statuses
+                .iter()
+                .flatten()
+                .map(|(e, n)| (vec![p(), ("event", e.clone())], *n as i64))
+                .collect(),
+        },
+        optional(
+            "redbike_unparsable_statuses",
+            "Status values not of the shape EVENT:TS (needs --scan).",
+            s.unparsable_statuses,
+        ),
+        optional(
+            "redbike_lease_keys",
+            "Lease keys of running jobs, any worker's (needs --scan).",
+            s.lease_keys,
+        ),
+    ]
+}
+
+/// Label values escape backslash, double quote and newline (exposition format 0.0.4).
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Parses the `--queues` value: the weighting string's names, each once.
+pub fn parse_queue_names(text: &str) -> Result<Vec<String>> {
+    let names = crate::worker::parse_queues(text)?;
+    let unique: BTreeSet<String> = names.into_iter().collect();
+    if unique.is_empty() {
+        return Err(Error::Input("--queues names no queue".into()));
+    }
+    Ok(unique.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Stats {
+        Stats {
+            prefix: "p\"x".into(),
+            time: 100,
+            scanned: true,
+            schedules: 3,
+            halted: false,
+            timeline: Timeline {
+                jobs: 2,
+                due: 1,
+                oldest_due_lateness_seconds: 7,
+            },
+            running: 1,
+            queues: vec![
+                Queue {
+                    queue: "A".into(),
+                    length: 2,
+                    oldest_age_seconds: Some(5),
+                },
+                Queue {
+                    queue: "B\\n".into(),
+                    length: 1,
+                    oldest_age_seconds: None,
+                },
+            ],
+            statuses: Some([("ENQ".to_string(), 3u64)].into_iter().collect()),
+            unparsable_statuses: Some(0),
+            lease_keys: Some(1),
+        }
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        let out = render_prometheus(&sample());
+        assert!(
+            out.contains("redbike_schedules{prefix=\"p\\\"x\"} 3\n"),
+            "{out}"
+        );
+        assert!(out.contains("queue=\"B\\\\n\"} 1\n"), "{out}");
+        // Unknown age: no sample for B.
+        assert_eq!(out.matches("redbike_queue_oldest_age_seconds{").count(), 1);
+    }
+
+    #[test]
+    fn text_leaves_out_lateness_when_nothing_is_due() {
+        let mut s = sample();
+        assert!(render_text(&s).contains("2 job(s), 1 due, the oldest due 7s late\n"));
+        s.timeline.due = 0;
+        s.timeline.oldest_due_lateness_seconds = 0;
+        assert!(render_text(&s).contains("2 job(s), 0 due\n"));
+    }
+
+    #[test]
+    fn glob_characters_are_escaped() {
+        assert_eq!(glob_escape("a*b?[c]\\-work-"), "a\\*b\\?\\[c\\]\\\\-work-");
+    }
+
+    #[test]
+    fn queue_age_needs_an_enq_status() {
+        assert_eq!(enqueued_age(Some("ENQ:90"), 100), Some(10));
+        assert_eq!(enqueued_age(Some("ENQ:120"), 100), Some(0));
+        assert_eq!(enqueued_age(Some("WRK:90"), 100), None);
+        assert_eq!(enqueued_age(None, 100), None);
+    }
+
+    #[test]
+    fn queue_names_are_deduplicated() {
+        assert_eq!(parse_queue_names("B:A:A").unwrap(), ["A", "B"]);
+        assert!(parse_queue_names("A::B").is_err());
+    }
+}

@@ -1,0 +1,6 @@
+//! Operations: log lines, `stats`, shell completions and the systemd units.
+
+mod completions;
+mod logs;
+mod stats;
+mod systemd;
