@@ -339,14 +339,14 @@ struct QuietLog;
 
 impl QuietLog {
     fn new() -> QuietLog {
-        redbike::log::init(0, 1);
+        redbike::log::set_level(redbike::log::Level::Warn);
         QuietLog
     }
 }
 
 impl Drop for QuietLog {
     fn drop(&mut self) {
-        redbike::log::init(0, 0);
+        redbike::log::set_level(redbike::log::Level::Info);
     }
 }
 
@@ -488,7 +488,11 @@ fn true_run(ctx: &Ctx, n: usize, blocked: bool) -> Result<TrueRun> {
         secs,
         done,
         lost: count_statuses(&mut con, &keys, "WRK:")?,
-        outages: log.matches("WARN worker: redis at").count(),
+        // One line per outage: `... msg="worker: redis at URL failed: WHY; retrying ..."`.
+        outages: log
+            .lines()
+            .filter(|l| l.contains("worker: redis at") && l.contains("retrying with backoff"))
+            .count(),
         eintr: log.matches("Interrupted system call").count(),
         cpu,
         redis_cpu,

@@ -28,6 +28,7 @@ pub fn redbike(server: &RedisServer, prefix: &str, cwd: &Path) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.current_dir(cwd)
         .env_remove("REDBIKE_CONFIG")
+        .env_remove("REDBIKE_LOG")
         .env("REDBIKE_REDIS_URL", server.url())
         .env("REDBIKE_PREFIX", prefix)
         .stdin(Stdio::null());
