@@ -20,7 +20,6 @@ use anyhow::{bail, ensure, Context, Result};
 use redbike::{
     config::{Config, Overrides},
     keys::Keys,
-    runner::CommandWorker,
     schedule::{Placement, Schedule},
     shutdown::Shutdown,
     store::{PlaceItem, Store},
@@ -173,8 +172,6 @@ enum Jobs {
     Noop,
     /// Spawn and wait `/bin/true` as bare as [`bare_spawns`] does, in an [`FnWorker`].
     SpawnTrue,
-    /// `/bin/true` through the real command runner, `runner::CommandWorker`.
-    Runner,
 }
 
 /// A worker that counts the jobs it finished and asks the loop to stop after the last.
@@ -234,11 +231,6 @@ fn inproc_run(ctx: &Ctx, n: usize, j: usize, jobs: Jobs) -> Result<InprocRun> {
     let inner: Box<dyn Worker> = match jobs {
         Jobs::Noop => Box::new(FnWorker::new("A", |_| Outcome::Success { backoff: None })?),
         Jobs::SpawnTrue => Box::new(FnWorker::new("A", |_| spawn_true())?),
-        Jobs::Runner => Box::new(CommandWorker::new(
-            vec!["/bin/true".into()],
-            vec!["A".into()],
-            Default::default(),
-        )?),
     };
     let counted = Arc::new(Counted {
         inner,
@@ -514,12 +506,9 @@ pub fn true_jobs(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let bare_before = bare_spawns(n)?;
     let shipped = true_run(ctx, n, false)?;
     let blocked = true_run(ctx, n, true)?;
-    let (inproc, runner) = {
+    let inproc = {
         let _quiet = QuietLog::new();
-        (
-            inproc_run(ctx, n, 2, Jobs::SpawnTrue)?,
-            inproc_run(ctx, n, 2, Jobs::Runner)?,
-        )
+        inproc_run(ctx, n, 2, Jobs::SpawnTrue)?
     };
     let bare_after = bare_spawns(n)?;
     let bare = 2.0 * n as f64 / (bare_before + bare_after);
@@ -594,14 +583,6 @@ pub fn true_jobs(ctx: &Ctx) -> Result<Vec<Measurement>> {
                 describe(&blocked),
                 100.0 * rate(&blocked) / bare
             ),
-        ),
-        inproc_figure(
-            "work_true_inproc_runner_per_s",
-            &runner,
-            n,
-            bare,
-            "the command runner (runner::CommandWorker running /bin/true) in an in-process \
-             worker",
         ),
         inproc_figure(
             "work_spawn_inproc_per_s",
