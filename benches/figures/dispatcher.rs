@@ -3,23 +3,18 @@
 
 use std::{
     path::Path,
-    thread,
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Instant, SystemTime, UNIX_EPOCH},
 };
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{bail, Context, Result};
 use redbike::{csvio, dispatcher, keys::Keys, loader, store::Store};
 use redis::Commands;
 
-use super::{wait_for, Ctx};
+use super::{ensure_count, percentile, settled, wait_for, Ctx, Idle, COMMAND_TIMEOUT};
 use crate::support::{
-    commands,
     process::{self, Background},
     report::{Measurement, Target},
 };
-
-/// The longest any single command may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 /// Jobs per pipeline when the benchmark sets up state itself.
 const SETUP_BATCH: usize = 10_000;
 
@@ -33,11 +28,6 @@ fn write_schedules(path: &Path, n: usize) -> Result<()> {
         w.write_record([format!("job{i}:A").as_str(), RULE])?;
     }
     w.flush()?;
-    Ok(())
-}
-
-fn ensure_count(what: &str, got: usize, want: usize) -> Result<()> {
-    ensure!(got == want, "{what}: expected {want}, found {got}");
     Ok(())
 }
 
@@ -247,54 +237,20 @@ fn dispatch_due_cli(ctx: &Ctx) -> Result<f64> {
 /// `redbike dispatch` on prefix `prefix`, given a second to start and subscribe.
 fn settled_dispatcher(ctx: &Ctx, prefix: &str) -> Result<Background> {
     let dir = ctx.server.scratch(prefix)?;
-    let mut bike = Background::spawn(process::redbike(ctx.server, prefix, &dir).arg("dispatch"))?;
-    thread::sleep(Duration::from_secs(1));
-    bike.ensure_running()?;
-    Ok(bike)
+    settled(process::redbike(ctx.server, prefix, &dir).arg("dispatch"))
 }
 
 /// CPU and Redis commands of a dispatcher with nothing to do.
 pub fn idle(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let mut bike = settled_dispatcher(ctx, "bidle")?;
-    let pid = bike.pid();
-    let mut con = ctx.server.con()?;
-    commands::reset(&mut con)?;
-    let (cpu, nanos) = (process::cpu_seconds(pid)?, process::cpu_nanos(pid)?);
-    let t = Instant::now();
-    thread::sleep(Duration::from_secs_f64(ctx.idle_seconds));
-    let cpu = process::cpu_seconds(pid)? - cpu;
-    let nanos = process::cpu_nanos(pid)?.saturating_sub(nanos);
-    let wall = t.elapsed().as_secs_f64();
-    let calls = commands::calls(&mut con)?;
-    bike.ensure_running()?;
+    let idle = Idle::watch(ctx, &mut bike)?;
     bike.stop().context("stopping the dispatcher")?;
-    let total: u64 = calls.values().sum();
-    Ok(vec![
-        Measurement::new(
-            "idle_dispatcher_cpu_percent",
-            100.0 * cpu / wall,
-            "% of a core",
-            format!(
-                "utime+stime of `redbike dispatch` (empty prefix) from /proc/PID/stat over \
-                 {wall:.1} s after 1 s to settle: {cpu:.2} s in 10 ms ticks; by schedstat \
-                 (ns): {:.3} % of a core",
-                nanos as f64 / 1e7 / wall
-            ),
-        )
-        .target(Target::AtMost(1.0)),
-        Measurement::new(
-            "idle_dispatcher_redis_cmds_per_s",
-            total as f64 / wall,
-            "cmds/s",
-            format!(
-                "CONFIG RESETSTAT, then the sum of `calls` in INFO commandstats over {wall:.1} s, \
-                 as the Python script counts (commands inside Lua scripts count, and so does \
-                 the RESETSTAT): {}",
-                commands::describe(&calls)
-            ),
-        )
-        .target(Target::AtMost(5.0)),
-    ])
+    let (cpu, cmds) = idle.figures(
+        "idle_dispatcher_cpu_percent",
+        "idle_dispatcher_redis_cmds_per_s",
+        "`redbike dispatch` (empty prefix)",
+    );
+    Ok(vec![cpu, cmds])
 }
 
 /// `dispatch_latency_ms`: how long after its second begins a due job is in its queue.
@@ -332,15 +288,6 @@ pub fn latency(ctx: &Ctx) -> Result<Vec<Measurement>> {
         )
         .target(Target::AtMost(50.0)),
     ])
-}
-
-/// Nearest-rank percentile of sorted samples.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 /// Unix time as fractional seconds.

@@ -17,6 +17,23 @@ pub fn reset(con: &mut redis::Connection) -> Result<()> {
 
 /// Calls per command since the last [`reset`], e.g. `{"evalsha": 5, "get": 5}`.
 pub fn calls(con: &mut redis::Connection) -> Result<BTreeMap<String, u64>> {
+    Ok(stats(con)?
+        .into_iter()
+        .map(|(name, s)| (name, s.calls))
+        .collect())
+}
+
+/// What Redis counted for one command since the last [`reset`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stat {
+    /// How often it ran.
+    pub calls: u64,
+    /// Microseconds it took in all (for EVALSHA including the commands the script ran).
+    pub usec: u64,
+}
+
+/// Calls and time per command since the last [`reset`].
+pub fn stats(con: &mut redis::Connection) -> Result<BTreeMap<String, Stat>> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(con)
@@ -24,15 +41,23 @@ pub fn calls(con: &mut redis::Connection) -> Result<BTreeMap<String, u64>> {
     Ok(info.lines().filter_map(parse_line).collect())
 }
 
-/// `cmdstat_get:calls=5,usec=12,...` -> `("get", 5)`.
-fn parse_line(line: &str) -> Option<(String, u64)> {
+/// `cmdstat_get:calls=5,usec=12,...` -> `("get", 5 calls, 12 µs)`.
+fn parse_line(line: &str) -> Option<(String, Stat)> {
     let (name, fields) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-    let calls = fields
-        .split(',')
-        .find_map(|f| f.strip_prefix("calls="))?
-        .parse()
-        .ok()?;
-    Some((name.to_string(), calls))
+    let field = |key: &str| -> Option<u64> {
+        fields
+            .split(',')
+            .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))?
+            .parse()
+            .ok()
+    };
+    Some((
+        name.to_string(),
+        Stat {
+            calls: field("calls")?,
+            usec: field("usec")?,
+        },
+    ))
 }
 
 /// `evalsha 5, get 5, ...`, most called first, for the notes under the table.

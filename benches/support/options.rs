@@ -8,7 +8,8 @@ use clap::Parser;
 #[derive(Debug, Parser)]
 #[command(name = "bench")]
 pub struct Options {
-    /// Jobs per throughput figure (load, dispatch of due jobs)
+    /// Jobs per throughput figure (load, dispatch of due jobs, no-op work; N/20 jobs run
+    /// /bin/true)
     #[arg(long, env = "REDBIKE_BENCH_N", default_value_t = 100_000)]
     pub n: usize,
     /// Python of a venv with redbike 0.13.1, for the baseline column (skipped without)
@@ -20,14 +21,15 @@ pub struct Options {
     /// Jobs for the Python baseline [default: --n]
     #[arg(long, env = "REDBIKE_BENCH_PYTHON_N")]
     pub python_n: Option<usize>,
-    /// Samples of the dispatch latency (one per second)
+    /// Samples of the dispatch latency (one per second); enqueue_to_start takes 5 times
+    /// as many, and an eighth as many jobs queued without a wake-up (about 1 s each)
     #[arg(long, env = "REDBIKE_BENCH_LATENCY_SAMPLES", default_value_t = 40)]
     pub latency_samples: usize,
-    /// Seconds over which the idle dispatcher is watched
+    /// Seconds over which the idle dispatcher and the idle worker are watched
     #[arg(long, env = "REDBIKE_BENCH_IDLE_SECONDS", default_value_t = 5.0)]
     pub idle_seconds: f64,
     /// Only these groups of figures, comma-separated: load, load_busy_queue, dispatch_due,
-    /// idle_dispatcher, latency
+    /// idle_dispatcher, latency, work_noop, work_true, enqueue_to_start, idle_worker
     #[arg(long, value_delimiter = ',', value_name = "GROUP")]
     pub only: Vec<String>,
     /// Also write the results as JSON to this file

@@ -28,6 +28,7 @@ pub fn redbike(server: &RedisServer, prefix: &str, cwd: &Path) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.current_dir(cwd)
         .env_remove("REDBIKE_CONFIG")
+        .env_remove("REDBIKE_LOG")
         .env("REDBIKE_REDIS_URL", server.url())
         .env("REDBIKE_PREFIX", prefix)
         .stdin(Stdio::null());
@@ -118,7 +119,8 @@ impl Background {
         }
     }
 
-    fn log_text(&mut self) -> String {
+    /// What it wrote to stderr (its log) so far.
+    pub fn log_text(&mut self) -> String {
         read_all(&mut self.log)
     }
 }

@@ -77,6 +77,11 @@ impl RedisServer {
         false
     }
 
+    /// The server's process id, for its CPU time.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `redis://127.0.0.1:PORT/0`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
