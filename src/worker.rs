@@ -334,6 +334,22 @@ fn new_tag() -> String {
     format!("{:030x}", rand::random::<u128>() >> 8)
 }
 
+/// Blocks SIGCHLD in the calling thread and every thread it starts from now on. Job
+/// processes exiting raise SIGCHLD; delivered to the thread that waits for a Redis reply,
+/// it can fail the socket read with EINTR (reads with a timeout are never restarted),
+/// which loses the reply of a claim that already ran. Children are unaffected: std
+/// resets the signal mask before exec.
+fn block_sigchld() {
+    // SAFETY: sigemptyset/sigaddset fill a local set; pthread_sigmask only changes this
+    // thread's mask.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// Runs the worker loop until HALT or a stop request and all running jobs are done.
 pub fn run(
     config: &crate::config::Config,
@@ -341,6 +357,7 @@ pub fn run(
     settings: Settings,
     shutdown: &Shutdown,
 ) -> Result<()> {
+    block_sigchld();
     let names = worker.queues();
     let keys = Keys::new(&config.prefix);
     let cycle = Cycle::new(&names, worker.as_ref(), &settings);
@@ -628,13 +645,12 @@ impl Loop {
         if finished || (up && self.started && (can_claim || !self.pending.is_empty())) {
             return Duration::ZERO;
         }
-        let mut wait = match self.last_poll {
-            Some(t) => (t + POLL_EVERY).saturating_duration_since(now),
-            None => Duration::ZERO,
+        // While Redis is down the next thing to do is the retry; otherwise the next poll.
+        let mut wait = match (self.link.wait(), self.last_poll) {
+            (Some(retry), _) => retry,
+            (None, Some(t)) => (t + POLL_EVERY).saturating_duration_since(now),
+            (None, None) => Duration::ZERO,
         };
-        if let Some(w) = self.link.wait() {
-            wait = wait.max(w);
-        }
         for r in self.running.values() {
             let next = match r.kill_at {
                 None => r.deadline,

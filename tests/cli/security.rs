@@ -136,13 +136,14 @@ fn failed_auth_error_masks_the_password() {
 }
 
 /// Waits (bounded) until a client of user `user` is connected.
-fn wait_for_client(s: &RedisServer, user: &str) -> bool {
+/// Waits until `n` connections of `user` are open.
+fn wait_for_clients(s: &RedisServer, user: &str, n: usize) -> bool {
     wait_until(10.0, || {
         let list: String = redis::cmd("CLIENT")
             .arg("LIST")
             .query(&mut s.con())
             .unwrap();
-        list.contains(&format!("user={user} "))
+        list.matches(&format!("user={user} ")).count() >= n
     })
 }
 
@@ -175,8 +176,12 @@ fn dispatcher_and_worker_log_the_url_masked() {
             .args(["work", "A", "--", "true"])
             .spawn(),
     ));
-    assert!(wait_for_client(&s, "rb"), "no client of user rb connected");
-    // Both have connected and logged their start lines; HALT stops them.
+    // Each has its connection and its listener's once started (and has cleared HALT, as
+    // both do at start); then HALT stops them.
+    assert!(
+        wait_for_clients(&s, "rb", 4),
+        "dispatcher and worker did not connect"
+    );
     bike(&s, d.path()).args(["control", "HALT"]).ok();
     for (who, p) in [("dispatcher", dispatcher), ("worker", worker)] {
         let (code, err) = p.finish(15.0);
