@@ -183,6 +183,10 @@ pub enum Command {
         #[arg(long)]
         scan: bool,
     },
+    /// Connect with the effective settings and print the server, role, version and
+    /// latency reached (to debug TLS, ACL, Sentinel and Cluster set-ups)
+    #[command(after_long_help = help::PING)]
+    Ping,
     /// Print a shell completion script
     #[command(after_long_help = help::COMPLETIONS)]
     Completions {
@@ -289,6 +293,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             queues,
             scan,
         } => cmd_stats(&config, format, queues.as_deref(), scan),
+        Command::Ping => cmd_ping(&config),
         Command::Completions { shell } => cmd_completions(shell),
     }
 }
@@ -419,6 +424,14 @@ fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
             store.clear_control()
         }
     })?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_ping(config: &Config) -> Result<ExitCode> {
+    let report = crate::ping::ping(config)?;
+    out()
+        .write_all(report.to_string().as_bytes())
+        .map_err(|e| Error::io("cannot write output", e))?;
     Ok(ExitCode::Success)
 }
 

@@ -106,6 +106,30 @@ pub struct RedisSettings {
     pub username: Option<String>,
     /// Password (prefer `$REDBIKE_REDIS_URL` to keep it out of files).
     pub password: Option<String>,
+    /// Talk TLS (as `rediss://` does).
+    pub tls: Option<bool>,
+    /// PEM file of the CA(s) that signed the server's certificate (else the system's).
+    pub tls_ca: Option<PathBuf>,
+    /// PEM file of the client certificate, for servers that ask for one.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM file of the client certificate's private key.
+    pub tls_key: Option<PathBuf>,
+    /// Accept any server certificate (self-signed test setups only).
+    pub tls_insecure: Option<bool>,
+    /// Sentinels to ask for the master, `host:port` each.
+    pub sentinels: Option<Vec<String>>,
+    /// The name the sentinels monitor the master under.
+    pub master_name: Option<String>,
+    /// ACL user name at the sentinels.
+    pub sentinel_username: Option<String>,
+    /// Password at the sentinels.
+    pub sentinel_password: Option<String>,
+    /// Some nodes of a Redis Cluster, `host:port` each.
+    pub cluster_nodes: Option<Vec<String>>,
+    /// Replicas that must acknowledge a write before it counts (WAIT); 0 = don't wait.
+    pub wait_replicas: Option<u32>,
+    /// How long to wait for those acknowledgements, in milliseconds.
+    pub wait_timeout_ms: Option<u64>,
 }
 
 impl std::fmt::Debug for RedisSettings {
@@ -117,6 +141,21 @@ impl std::fmt::Debug for RedisSettings {
             .field("db", &self.db)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("tls", &self.tls)
+            .field("tls_ca", &self.tls_ca)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("tls_insecure", &self.tls_insecure)
+            .field("sentinels", &self.sentinels)
+            .field("master_name", &self.master_name)
+            .field("sentinel_username", &self.sentinel_username)
+            .field(
+                "sentinel_password",
+                &self.sentinel_password.as_ref().map(|_| "***"),
+            )
+            .field("cluster_nodes", &self.cluster_nodes)
+            .field("wait_replicas", &self.wait_replicas)
+            .field("wait_timeout_ms", &self.wait_timeout_ms)
             .finish()
     }
 }
@@ -181,10 +220,19 @@ impl Config {
         // The file's own values are checked even when a flag or the environment beats
         // them: a broken file must not pass in one shell and fail in the next.
         check_prefix(&config.prefix)?;
-        config.redis.connection_info()?;
+        crate::topology::Topology::of(&config)?;
         if let Some(url) = &overrides.redis_url {
+            // A URL names one server and its auth; the file's TLS files and write
+            // acknowledgement settings still apply (a URL cannot name them).
+            let file = &config.redis;
             config.redis = RedisSettings {
                 url: Some(url.clone()),
+                tls_ca: file.tls_ca.clone(),
+                tls_cert: file.tls_cert.clone(),
+                tls_key: file.tls_key.clone(),
+                tls_insecure: file.tls_insecure,
+                wait_replicas: file.wait_replicas,
+                wait_timeout_ms: file.wait_timeout_ms,
                 ..RedisSettings::default()
             };
         }
@@ -192,7 +240,7 @@ impl Config {
             config.prefix = prefix.clone();
         }
         check_prefix(&config.prefix)?;
-        config.redis.connection_info()?;
+        crate::topology::Topology::of(&config)?;
         Ok(config)
     }
 
@@ -381,10 +429,29 @@ impl RedisSettings {
         info.set_redis_settings(redis)
     }
 
+    /// `(replicas, timeout in ms)` when writes must be acknowledged by replicas (WAIT).
+    pub fn wait(&self) -> Option<(u32, u64)> {
+        self.wait_replicas
+            .filter(|n| *n > 0)
+            .map(|n| (n, self.wait_timeout_ms.unwrap_or(250)))
+    }
+
     /// The URL to show in logs and errors, with any password masked.
     pub fn display_url(&self) -> String {
         if let Some(url) = &self.url {
             return mask_url(url);
+        }
+        let scheme = if self.tls == Some(true) {
+            "rediss"
+        } else {
+            "redis"
+        };
+        if let Some(sentinels) = &self.sentinels {
+            let name = self.master_name.as_deref().unwrap_or("");
+            return format!("sentinel {} via {scheme}://{}", name, sentinels.join(","));
+        }
+        if let Some(nodes) = &self.cluster_nodes {
+            return format!("cluster {scheme}://{}", nodes.join(","));
         }
         let host = self.host.as_deref().unwrap_or("127.0.0.1");
         let port = self.port.unwrap_or(6379);
@@ -394,7 +461,7 @@ impl RedisSettings {
             (None, Some(_)) => ":***@".to_string(),
             (None, None) => String::new(),
         };
-        format!("redis://{auth}{host}:{port}/{}", self.db.unwrap_or(0))
+        format!("{scheme}://{auth}{host}:{port}/{}", self.db.unwrap_or(0))
     }
 }
 

@@ -41,6 +41,18 @@ pub enum Error {
     /// Redis answered with an error, or the connection broke mid-command.
     #[error("redis error: {0}")]
     Redis(#[from] redis::RedisError),
+    /// Fewer replicas than `wait-replicas` acknowledged a write in time.
+    #[error(
+        "only {got} of {wanted} replica(s) acknowledged the write within {ms} ms (wait-replicas); it may be lost if the master fails over now: check with `redbike tell` and run the command again"
+    )]
+    NotAcknowledged {
+        /// Replicas asked for.
+        wanted: u32,
+        /// Replicas that acknowledged.
+        got: u32,
+        /// The time allowed, in milliseconds.
+        ms: u64,
+    },
     /// Reading or writing a local file (timefile, CSV, output) failed.
     #[error("{context}: {source}")]
     Io {
@@ -60,7 +72,7 @@ impl Error {
             }
             Error::Unreachable { .. } => ExitCode::Unavailable,
             Error::Redis(e) if is_connection_error(e) => ExitCode::Unavailable,
-            Error::Redis(_) | Error::Io { .. } => ExitCode::Failure,
+            Error::Redis(_) | Error::Io { .. } | Error::NotAcknowledged { .. } => ExitCode::Failure,
         }
     }
 

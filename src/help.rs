@@ -143,6 +143,23 @@ event) in the text exposition format, for node_exporter's textfile collector; wr
 a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
 --format json writes one object whose fields are only ever added.";
 
+/// `ping`: what it prints and how each deployment is configured.
+pub const PING: &str = "\
+Prints one line per fact, KEY: VALUE: server (host:port reached), mode (standalone, \
+sentinel or cluster), master-name (sentinel), slot (the prefix's hash slot, cluster), \
+role, version (unknown when an ACL refuses HELLO), tls (on or off), user, prefix and \
+latency_ms (median of 5 PINGs). Exit 0 when the server answered, 69 when it cannot be \
+reached (the error says which address failed and why), 2 for bad settings.
+
+Deployments, all in [redbike-redis] (see redbike.conf.example): TLS with a rediss:// \
+URL or tls = true, plus tls-ca, tls-cert and tls-key (PEM files) and tls-insecure for \
+self-signed test set-ups; an ACL user with username and password; Sentinel with \
+sentinels = [\"host:port\", ...] and master-name (the master is asked for at every \
+connect and followed through a failover); Redis Cluster with cluster-nodes = \
+[\"host:port\", ...] and a prefix with a hash tag such as {app}, so that all keys of \
+the prefix share one hash slot. wait-replicas = N makes writes count only once N \
+replicas acknowledge them (exactly-once across a Sentinel failover).";
+
 /// `completions`: how to install the scripts.
 pub const COMPLETIONS: &str = "\
 Install: redbike completions bash > /etc/bash_completion.d/redbike (or \

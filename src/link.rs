@@ -6,7 +6,13 @@ use std::time::{Duration, Instant};
 
 use redis::{Connection, RedisError};
 
-use crate::{config::Config, error::is_connection_error, retry::Backoff, store};
+use crate::{
+    config::Config,
+    error::is_connection_error,
+    retry::Backoff,
+    store,
+    topology::{self, must_reconnect, Topology},
+};
 
 /// How long a loop waits to connect before it gets on with its other duties.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -29,6 +35,10 @@ pub struct Link {
     down_since: Option<Instant>,
     /// Set when a new connection was made; cleared by [`Link::take_fresh`].
     fresh: bool,
+    /// The Sentinels' master switches counted when the connection was made.
+    switches: u64,
+    /// `host:port` of the server connected to.
+    server: String,
 }
 
 impl Link {
@@ -42,6 +52,8 @@ impl Link {
             retry_at: Instant::now(),
             down_since: None,
             fresh: false,
+            switches: 0,
+            server: String::new(),
         }
     }
 
@@ -50,11 +62,20 @@ impl Link {
         if Instant::now() < self.retry_at {
             return None; // backing off
         }
+        if self.con.is_some() && topology::master_switches() != self.switches {
+            crate::log_info!(
+                "{}: the master switched; connecting to the new one",
+                self.who
+            );
+            self.con = None;
+        }
         if self.con.is_none() {
-            match store::connect(&self.config, CONNECT_TIMEOUT) {
-                Ok(con) => {
-                    let _ = con.set_read_timeout(Some(REPLY_TIMEOUT));
-                    self.con = Some(con);
+            self.switches = topology::master_switches();
+            match store::reach(&self.config, CONNECT_TIMEOUT) {
+                Ok(reached) => {
+                    let _ = reached.con.set_read_timeout(Some(REPLY_TIMEOUT));
+                    self.con = Some(reached.con);
+                    self.server = reached.server;
                     self.fresh = true;
                 }
                 Err(crate::error::Error::Unreachable { reason, .. }) => self.down(&reason),
@@ -69,13 +90,29 @@ impl Link {
         std::mem::take(&mut self.fresh)
     }
 
-    /// Reports a failed command: a lost connection is dropped and retried with backoff;
-    /// other errors (READONLY, OOM, LOADING...) back off on the same connection.
+    /// Reports a failed command: a lost connection, or a server that is no longer the
+    /// one to talk to (READONLY after a failover, MOVED after a resharding), is dropped
+    /// and connected anew with backoff, which asks the Sentinels or the cluster again;
+    /// other errors (OOM, NOSCRIPT...) back off on the same connection.
     pub fn failed(&mut self, e: &RedisError) {
-        if is_connection_error(e) {
+        if is_connection_error(e) || must_reconnect(e) {
             self.con = None;
         }
         self.down(&crate::config::mask_url(&e.to_string()));
+    }
+
+    /// Whether the Sentinels vouch for the server connected to as the master, with no
+    /// failover going on (see [`crate::topology::Topology::sentinels_confirm`]).
+    pub fn sentinels_confirm(&self) -> bool {
+        self.con.is_some()
+            && Topology::of(&self.config).is_ok_and(|t| t.sentinels_confirm(&self.server))
+    }
+
+    /// Reports writes that replicas did not acknowledge (`wait-replicas`): perhaps a
+    /// failover, so connect anew (asking the Sentinels again) after a backoff.
+    pub fn unconfirmed(&mut self) {
+        self.con = None;
+        self.down("writes not acknowledged by replicas (wait-replicas)");
     }
 
     fn down(&mut self, why: &str) {

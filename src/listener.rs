@@ -1,9 +1,14 @@
 //! A thread that listens on pub/sub channels and hands each message to a callback, so
 //! idle dispatchers and workers block instead of polling. It reconnects by itself.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use crate::{config::Config, retry, shutdown::Shutdown};
+use crate::{
+    config::Config,
+    retry,
+    shutdown::Shutdown,
+    topology::{self, Topology},
+};
 
 /// What the listener reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,17 +24,29 @@ pub enum Heard {
     Connected,
 }
 
-/// Starts listening on `channels` until a stop is requested.
+/// Starts listening on `channels` until a stop is requested. With Sentinel, a second
+/// thread listens to the sentinels for `+switch-master` (reported as
+/// [`Heard::Connected`], since the new master's messages start then).
 pub fn spawn(
     config: Config,
     channels: Vec<String>,
     shutdown: Shutdown,
-    on_heard: impl Fn(Heard) + Send + 'static,
+    on_heard: impl Fn(Heard) + Send + Sync + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let on_heard = Arc::new(on_heard);
+    if let Ok(plan) = Topology::of(&config) {
+        if plan.master_name.is_some() {
+            let (shutdown, on_heard) = (shutdown.clone(), on_heard.clone());
+            std::thread::Builder::new()
+                .name("sentinel-watch".into())
+                .spawn(move || watch_switches(&plan, &shutdown, &*on_heard))?;
+        }
+    }
     std::thread::Builder::new()
         .name("listener".into())
         .spawn(move || {
             while let Some(mut con) = retry::connect(&config, &shutdown, None) {
+                let switches = topology::master_switches();
                 let mut pubsub = con.as_pubsub();
                 let ready = channels.iter().try_for_each(|c| pubsub.subscribe(c)).is_ok()
                     // Short reads so a stop request is seen within a second.
@@ -37,7 +54,8 @@ pub fn spawn(
                 if ready {
                     on_heard(Heard::Connected);
                 }
-                while ready && !shutdown.requested() {
+                // A master switch moves the messages to the new master: resubscribe there.
+                while ready && !shutdown.requested() && topology::master_switches() == switches {
                     match pubsub.get_message() {
                         Ok(msg) => on_heard(Heard::Message {
                             channel: msg.get_channel_name().to_string(),
@@ -53,4 +71,42 @@ pub fn spawn(
                 shutdown.sleep(Duration::from_millis(200));
             }
         })
+}
+
+/// Listens to the sentinels, one at a time, for `+switch-master` of our master and
+/// records each switch, so that every loop leaves the old master at once instead of
+/// writing to it until it is demoted (writes that the new master never sees).
+fn watch_switches(plan: &Topology, shutdown: &Shutdown, on_heard: &dyn Fn(Heard)) {
+    let name = plan.master_name.clone().unwrap_or_default();
+    let mut next = 0;
+    while !shutdown.requested() {
+        next += 1;
+        let Some(Ok(mut con)) = plan.sentinel(next, Duration::from_secs(1)) else {
+            shutdown.sleep(Duration::from_millis(500));
+            continue;
+        };
+        let mut pubsub = con.as_pubsub();
+        if pubsub.subscribe("+switch-master").is_err()
+            || pubsub
+                .set_read_timeout(Some(Duration::from_secs(1)))
+                .is_err()
+        {
+            continue;
+        }
+        while !shutdown.requested() {
+            match pubsub.get_message() {
+                Ok(msg) => {
+                    // "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"
+                    let text = String::from_utf8_lossy(msg.get_payload_bytes()).to_string();
+                    if text.split(' ').next() == Some(name.as_str()) {
+                        crate::log_info!("sentinel: master {name} switched ({text})");
+                        topology::note_master_switch();
+                        on_heard(Heard::Connected);
+                    }
+                }
+                Err(e) if e.is_timeout() => {}
+                Err(_) => break,
+            }
+        }
+    }
 }

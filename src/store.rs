@@ -1,7 +1,7 @@
 //! The Redis side of every command: one connection, the key names, and the operations
 //! the commands need. Multi-step changes go through the scripts in [`crate::scripts`].
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::{Commands, Connection};
 use serde::Serialize;
@@ -12,6 +12,7 @@ use crate::{
     keys::{queue_of, Keys},
     schedule::{Placement, Schedule},
     scripts,
+    topology::{must_reconnect, Mode, Reached, Topology},
 };
 
 /// How long a one-shot command waits to connect, and for each reply.
@@ -108,18 +109,19 @@ pub struct Store<'a> {
 
 /// Opens a connection, mapping failure to [`Error::Unreachable`] (exit 69).
 pub fn connect(config: &Config, timeout: Duration) -> Result<Connection> {
-    let unreachable = |e: redis::RedisError| Error::Unreachable {
-        url: config.redis.display_url(),
-        reason: crate::config::mask_url(&e.to_string()),
-    };
-    let info = config.redis.connection_info()?;
-    let client = redis::Client::open(info).map_err(unreachable)?;
-    let con = client
-        .get_connection_with_timeout(timeout)
-        .map_err(unreachable)?;
-    con.set_read_timeout(Some(timeout)).map_err(unreachable)?;
-    con.set_write_timeout(Some(timeout)).map_err(unreachable)?;
-    Ok(con)
+    reach(config, timeout).map(|reached| reached.con)
+}
+
+/// Opens a connection to the server the configured topology leads to (the Sentinels'
+/// master, the cluster node of the prefix's slot), and says which one it is.
+pub fn reach(config: &Config, timeout: Duration) -> Result<Reached> {
+    let topology = Topology::of(config)?;
+    topology
+        .connect(timeout)
+        .map_err(|reason| Error::Unreachable {
+            url: config.redis.display_url(),
+            reason: crate::config::mask_url(&reason),
+        })
 }
 
 fn action(placement: Placement) -> (&'static str, i64) {
@@ -179,14 +181,58 @@ impl Scan {
     }
 }
 
-/// Connects for a one-shot command and runs `f` with a [`Store`].
-pub fn with_store<T>(config: &Config, f: impl FnOnce(&mut Store<'_>) -> Result<T>) -> Result<T> {
-    let mut con = connect(config, COMMAND_TIMEOUT)?;
+/// How long a one-shot command keeps trying while a failover is going on.
+const FAILOVER_PATIENCE: Duration = Duration::from_secs(15);
+
+/// Connects for a one-shot command and runs `f` with a [`Store`]. With `wait-replicas`,
+/// the writes count only once that many replicas acknowledge them. When the server
+/// turns out to be a demoted master (READONLY) or the acknowledgements do not come (a
+/// failover is going on), it connects anew, which asks the Sentinels again, and runs
+/// `f` again; every command's writes are idempotent, so a repeat is harmless.
+pub fn with_store<T>(config: &Config, mut f: impl FnMut(&mut Store<'_>) -> Result<T>) -> Result<T> {
     let keys = Keys::new(&config.prefix);
-    f(&mut Store {
-        con: &mut con,
-        keys: &keys,
-    })
+    let deadline = Instant::now() + FAILOVER_PATIENCE;
+    // A single server that is down stays down: fail at once. Sentinels or a cluster
+    // may be between two masters for a few seconds.
+    let topology = Topology::of(config)?;
+    let patient = topology.mode != Mode::Standalone;
+    loop {
+        let (mut con, server) = match reach(config, COMMAND_TIMEOUT) {
+            Ok(reached) => (reached.con, reached.server),
+            Err(_) if patient && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(250));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let outcome = f(&mut Store {
+            con: &mut con,
+            keys: &keys,
+        });
+        let retry = match outcome {
+            Err(Error::Redis(e)) if must_reconnect(&e) => Error::Redis(e),
+            Err(e) => return Err(e),
+            Ok(value) => match acknowledged(&mut con, config)? {
+                None => return Ok(value),
+                Some(_) if topology.sentinels_confirm(&server) => return Ok(value),
+                Some(short) => short,
+            },
+        };
+        if Instant::now() >= deadline {
+            return Err(retry);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Waits for `wait-replicas` acknowledgements of this connection's writes; `None` when
+/// they came (or none are asked for), else the error to report if they never do.
+pub fn acknowledged(con: &mut Connection, config: &Config) -> Result<Option<Error>> {
+    let Some((wanted, ms)) = config.redis.wait() else {
+        return Ok(None);
+    };
+    let got: u32 = redis::cmd("WAIT").arg(wanted).arg(ms).query(con)?;
+    Ok((got < wanted).then_some(Error::NotAcknowledged { wanted, got, ms }))
 }
 
 impl Store<'_> {

@@ -146,6 +146,9 @@ pub struct Settings {
     pub failure_delay: u64,
     /// Zone for rules without their own.
     pub timezone: Tz,
+    /// `(replicas, timeout in ms)`: claims and outcomes count only once that many
+    /// replicas acknowledge them (`wait-replicas`).
+    pub wait: Option<(u32, u64)>,
 }
 
 impl Settings {
@@ -159,6 +162,7 @@ impl Settings {
             on_failure: w.on_failure,
             failure_delay: w.failure_delay,
             timezone: config.timezone,
+            wait: config.redis.wait(),
         }
     }
 }
@@ -715,17 +719,63 @@ impl Loop {
             pipe.get(&self.keys.control);
             self.refresh_running(&mut pipe, now);
         }
+        let fence = self
+            .settings
+            .wait
+            .filter(|_| !self.pending.is_empty() || claim > 0);
+        if let Some((replicas, ms)) = fence {
+            pipe.cmd("WAIT").arg(replicas).arg(ms);
+        }
         let con = match self.link.get() {
             Some(con) => con,
             None => return,
         };
         match pipe.query::<Vec<redis::RedisResult<Value>>>(con) {
-            Ok(replies) => {
+            Ok(mut replies) => {
+                if let Some((replicas, _)) = fence {
+                    if !self.acknowledged(replies.pop(), replicas, &tags) {
+                        return;
+                    }
+                }
                 self.link.ok();
                 self.absorb(replies, claim > 0, poll, &tags);
             }
             Err(e) => self.link.failed(&e),
         }
+    }
+
+    /// Whether the replicas acknowledged this round trip's writes (`wait-replicas`).
+    /// If not, the master may be on its way out (a failover): the outcomes stay
+    /// pending and are written again on the next connection (finish.lua is
+    /// idempotent), and the jobs just claimed are not run here: the surviving master
+    /// either never saw the claim and has them queued, or recovers them once their
+    /// lease runs out. Either way each runs once.
+    fn acknowledged(
+        &mut self,
+        reply: Option<redis::RedisResult<Value>>,
+        replicas: u32,
+        tags: &[String],
+    ) -> bool {
+        let got = match reply {
+            Some(Ok(Value::Int(n))) => n,
+            _ => -1,
+        };
+        if got >= i64::from(replicas) {
+            return true;
+        }
+        // No failover going on: the master merely lacks replicas right now (one died,
+        // or the only one is still being turned from old master into replica).
+        if self.link.sentinels_confirm() {
+            crate::log_debug!("worker: {got} of {replicas} replica(s) acknowledged; the sentinels vouch for the master");
+            return true;
+        }
+        crate::log_warn!(
+            "worker: {got} of {replicas} replica(s) acknowledged; not running {} claimed job(s), keeping {} outcome(s) to write again",
+            tags.len(),
+            self.pending.len()
+        );
+        self.link.unconfirmed();
+        false
     }
 
     /// Tells dispatchers this worker is alive: pushes the recovery time of each of its
@@ -933,6 +983,7 @@ mod tests {
             on_failure: OnFailure::Reschedule,
             failure_delay: 10,
             timezone: Tz::UTC,
+            wait: None,
         }
     }
 
