@@ -222,11 +222,12 @@ impl Config {
         check_prefix(&config.prefix)?;
         crate::topology::Topology::of(&config)?;
         if let Some(url) = &overrides.redis_url {
-            // A URL names one server and its auth; the file's TLS files and write
+            // A URL names one server and its auth; the file's TLS settings and write
             // acknowledgement settings still apply (a URL cannot name them).
             let file = &config.redis;
             config.redis = RedisSettings {
                 url: Some(url.clone()),
+                tls: file.tls,
                 tls_ca: file.tls_ca.clone(),
                 tls_cert: file.tls_cert.clone(),
                 tls_key: file.tls_key.clone(),

@@ -466,6 +466,15 @@ fn tls_files(config: &Config, tls: bool) -> Result<TlsFiles, ConfigError> {
     };
     // Unreadable or malformed files are input errors at start-up, not outages later.
     let certs = files.read().map_err(|e| bad("redbike-redis.tls-ca", e))?;
+    if let (Some(path), Some(pem)) = (&files.ca, &certs.root_cert) {
+        use rustls::pki_types::{pem::PemObject, CertificateDer};
+        if CertificateDer::pem_slice_iter(pem).next().is_none() {
+            return Err(bad(
+                "redbike-redis.tls-ca",
+                format!("{path:?} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"),
+            ));
+        }
+    }
     if tls {
         // Building a client parses the PEM files without connecting.
         redis::Client::build_with_tls("rediss://localhost:6379", certs).map_err(|e| {

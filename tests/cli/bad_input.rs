@@ -491,6 +491,76 @@ fn cases() -> Vec<Case> {
             "\"bad host\" is not a valid host name",
         ),
         config(
+            "sentinels and cluster-nodes",
+            "[redbike-redis]\nsentinels = [\"h:1\"]\nmaster-name = \"m\"\ncluster-nodes = [\"h:2\"]\n",
+            "give either sentinels or cluster-nodes, not both",
+        ),
+        config(
+            "sentinels with url",
+            "[redbike-redis]\nurl = \"redis://h\"\nsentinels = [\"h:1\"]\nmaster-name = \"m\"\n",
+            "leave them out with sentinels",
+        ),
+        config(
+            "sentinels without master-name",
+            "[redbike-redis]\nsentinels = [\"h:1\"]\n",
+            "sentinels need master-name",
+        ),
+        config(
+            "master-name without sentinels",
+            "[redbike-redis]\nmaster-name = \"m\"\n",
+            "master-name needs sentinels",
+        ),
+        config(
+            "sentinel not host:port",
+            "[redbike-redis]\nsentinels = [\"h\"]\nmaster-name = \"m\"\n",
+            "redbike-redis.sentinels: \"h\" is not \"host:port\"",
+        ),
+        config(
+            "no sentinels",
+            "[redbike-redis]\nsentinels = []\nmaster-name = \"m\"\n",
+            "the list is empty",
+        ),
+        config(
+            "cluster prefix without hash tag",
+            "[redbike]\nprefix = \"app\"\n[redbike-redis]\ncluster-nodes = [\"h:7000\"]\n",
+            "has no hash tag; on a Redis Cluster",
+        ),
+        config(
+            "cluster with db",
+            "[redbike]\nprefix = \"{app}\"\n[redbike-redis]\ncluster-nodes = [\"h:7000\"]\ndb = 3\n",
+            "a Redis Cluster has only database 0",
+        ),
+        config(
+            "tls files without tls",
+            "[redbike-redis]\ntls-ca = \"ca.pem\"\n",
+            "need TLS: set tls = true",
+        ),
+        config(
+            "tls false with rediss",
+            "[redbike-redis]\nurl = \"rediss://h\"\ntls = false\n",
+            "tls = false but the URL is rediss://",
+        ),
+        config(
+            "tls cert without key",
+            "[redbike-redis]\ntls = true\ntls-cert = \"c.pem\"\n",
+            "give tls-cert and tls-key together",
+        ),
+        config(
+            "tls ca missing",
+            "[redbike-redis]\ntls = true\ntls-ca = \"nope.pem\"\n",
+            "cannot read \"nope.pem\"",
+        ),
+        config(
+            "tls ca not PEM",
+            "[redbike-redis]\ntls = true\ntls-ca = \"rb.toml\"\n",
+            "redbike-redis.tls-ca",
+        ),
+        config(
+            "wait timeout 0",
+            "[redbike-redis]\nwait-replicas = 1\nwait-timeout-ms = 0\n",
+            "wait-timeout-ms: must be at least 1",
+        ),
+        config(
             "password not a string",
             "[redbike-redis]\npassword = 73757373\n",
             "key `password`: invalid type",
