@@ -10,4 +10,5 @@ mod operator;
 mod ops;
 mod security;
 mod soak;
+mod topology;
 mod work;
