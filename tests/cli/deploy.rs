@@ -517,8 +517,17 @@ fn sentinel_failover_loses_no_job_and_runs_none_twice() {
         })
     };
     thread::sleep(Duration::from_millis(300));
+    let before = runs(&log).len();
     let (new, took) = set.failover();
-    println!("sentinel failover took {took:?}");
+    // Jobs must still be in flight while it happens, or the test proves little.
+    println!(
+        "sentinel failover took {took:?}; jobs run before it {before}, after it {}",
+        runs(&log).len()
+    );
+    assert!(
+        before < 150,
+        "the failover came after most jobs ran ({before})"
+    );
     assert_ne!(new, old);
     thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::SeqCst);
