@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod check;
+mod deploy;
 mod dispatch;
 mod faults;
 mod harness;
@@ -10,4 +11,5 @@ mod operator;
 mod ops;
 mod security;
 mod soak;
+mod topology;
 mod work;

@@ -10,7 +10,7 @@ use crate::{
 };
 
 /// The password in these tests; it must never be printed.
-const SECRET: &str = "s3cret-pw";
+pub(crate) const SECRET: &str = "s3cret-pw";
 
 /// The commands redbike needs, as the README's "Security / ACL" section lists them.
 const ACL_COMMANDS: &[&str] = &[
@@ -213,7 +213,7 @@ fn dispatcher_and_worker_log_the_url_masked() {
 
 /// `ACL SETUSER NAME on >PASSWORD resetkeys ~PREFIX-* resetchannels &PREFIX-* -@all
 /// +cmd...`, as the README shows it.
-fn acl_setuser(s: &RedisServer, name: &str, prefix: &str) {
+pub(crate) fn acl_setuser(s: &RedisServer, name: &str, prefix: &str) {
     let mut args: Vec<String> = vec![
         "SETUSER".into(),
         name.into(),
