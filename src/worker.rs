@@ -280,6 +280,18 @@ struct Running {
     killed: bool,
 }
 
+/// A job claim.lua handed out.
+struct Claimed {
+    /// The job id.
+    id: String,
+    /// Its schedule at claim time.
+    schedule: Option<String>,
+    /// Its queue's place in the cycle.
+    queue_index: usize,
+    /// The lease tag written for it.
+    tag: String,
+}
+
 /// A finished job whose outcome is not written yet.
 struct Finished {
     /// The job (its schedule is the one the decision is based on).
@@ -388,6 +400,7 @@ pub fn run(
         slots,
         running: HashMap::new(),
         pending: Vec::new(),
+        unconfirmed: Vec::new(),
         link: Link::new(config, "worker"),
         may_have_work: true,
         stopping: false,
@@ -446,6 +459,9 @@ struct Loop {
     running: HashMap<usize, Running>,
     /// Outcomes not yet written.
     pending: Vec<Finished>,
+    /// Claims whose replication was not confirmed (`wait-replicas`): run only if the
+    /// master that turns out to be the master holds their lease.
+    unconfirmed: Vec<Claimed>,
     /// The Redis connection.
     link: Link,
     /// Whether a claim may find work (false after a claim came back short).
@@ -671,10 +687,11 @@ impl Loop {
         let claim = if self.stopping || !self.may_have_work {
             0
         } else {
-            self.free.len()
+            self.free.len().saturating_sub(self.unconfirmed.len())
         };
         let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY);
-        if self.pending.is_empty() && claim == 0 && !poll {
+        let verify = !self.unconfirmed.is_empty();
+        if self.pending.is_empty() && claim == 0 && !poll && !verify {
             return;
         }
         if self.link.get().is_none() {
@@ -708,6 +725,14 @@ impl Loop {
         if claim > 0 {
             pipe.invoke_script(&self.claim_invocation(&tags, now));
         }
+        if verify {
+            let leases: Vec<String> = self
+                .unconfirmed
+                .iter()
+                .map(|c| self.keys.lease(&c.id))
+                .collect();
+            pipe.cmd("MGET").arg(leases);
+        }
         if poll {
             pipe.cmd("EXISTS").arg(
                 self.cycle
@@ -722,7 +747,7 @@ impl Loop {
         let fence = self
             .settings
             .wait
-            .filter(|_| !self.pending.is_empty() || claim > 0);
+            .filter(|_| !self.pending.is_empty() || claim > 0 || verify);
         if let Some((replicas, ms)) = fence {
             pipe.cmd("WAIT").arg(replicas).arg(ms);
         }
@@ -733,12 +758,18 @@ impl Loop {
         match pipe.query::<Vec<redis::RedisResult<Value>>>(con) {
             Ok(mut replies) => {
                 if let Some((replicas, _)) = fence {
-                    if !self.acknowledged(replies.pop(), replicas, &tags) {
+                    if !self.acknowledged(replies.pop(), replicas) {
+                        // Hold this round's claims until a confirmed master says
+                        // whether they are real.
+                        if let Some(Ok(reply)) = replies.into_iter().nth(self.pending.len()) {
+                            let claimed = (claim > 0).then(|| self.parse_claimed(reply, &tags));
+                            self.unconfirmed.extend(claimed.into_iter().flatten());
+                        }
                         return;
                     }
                 }
                 self.link.ok();
-                self.absorb(replies, claim > 0, poll, &tags);
+                self.absorb(replies, claim > 0, verify, poll, &tags);
             }
             Err(e) => self.link.failed(&e),
         }
@@ -747,15 +778,10 @@ impl Loop {
     /// Whether the replicas acknowledged this round trip's writes (`wait-replicas`).
     /// If not, the master may be on its way out (a failover): the outcomes stay
     /// pending and are written again on the next connection (finish.lua is
-    /// idempotent), and the jobs just claimed are not run here: the surviving master
-    /// either never saw the claim and has them queued, or recovers them once their
-    /// lease runs out. Either way each runs once.
-    fn acknowledged(
-        &mut self,
-        reply: Option<redis::RedisResult<Value>>,
-        replicas: u32,
-        tags: &[String],
-    ) -> bool {
+    /// idempotent), and the jobs just claimed are held, not run, until a confirmed
+    /// master shows whether it has their leases (then they run) or not (then it still
+    /// has them queued). Either way each runs once.
+    fn acknowledged(&mut self, reply: Option<redis::RedisResult<Value>>, replicas: u32) -> bool {
         let got = match reply {
             Some(Ok(Value::Int(n))) => n,
             _ => -1,
@@ -770,8 +796,7 @@ impl Loop {
             return true;
         }
         crate::log_warn!(
-            "worker: {got} of {replicas} replica(s) acknowledged; not running {} claimed job(s), keeping {} outcome(s) to write again",
-            tags.len(),
+            "worker: {got} of {replicas} replica(s) acknowledged and the sentinels do not vouch for the master; holding this round's claims and {} outcome(s) until a confirmed master is reached",
             self.pending.len()
         );
         self.link.unconfirmed();
@@ -781,14 +806,15 @@ impl Loop {
     /// Tells dispatchers this worker is alive: pushes the recovery time of each of its
     /// running jobs forward (XX: never re-adds a job that was finished or recovered).
     fn refresh_running(&self, pipe: &mut redis::Pipeline, now: i64) {
-        if self.running.is_empty() {
+        if self.running.is_empty() && self.unconfirmed.is_empty() {
             return;
         }
         let at = now + RECOVER_AFTER.as_secs() as i64;
         let mut cmd = redis::cmd("ZADD");
         cmd.arg(&self.keys.leases).arg("XX");
-        for r in self.running.values() {
-            cmd.arg(at).arg(&r.job.id);
+        let held = self.unconfirmed.iter().map(|c| &c.id);
+        for id in self.running.values().map(|r| &r.job.id).chain(held) {
+            cmd.arg(at).arg(id);
         }
         pipe.add_command(cmd).ignore();
     }
@@ -850,6 +876,7 @@ impl Loop {
         &mut self,
         replies: Vec<redis::RedisResult<Value>>,
         claimed: bool,
+        verified: bool,
         polled: bool,
         tags: &[String],
     ) {
@@ -888,6 +915,10 @@ impl Loop {
                 None => {}
             }
         }
+        if verified {
+            let leases = replies.next().and_then(|r| r.ok());
+            self.start_confirmed(leases);
+        }
         if polled {
             self.last_poll = Some(Instant::now());
             if let Some(Ok(Value::Int(n))) = replies.next() {
@@ -908,14 +939,23 @@ impl Loop {
 
     /// Hands claimed jobs to free slots.
     fn start_claimed(&mut self, reply: Value, tags: &[String]) {
+        let claimed = self.parse_claimed(reply, tags);
+        self.may_have_work = claimed.len() == tags.len();
+        for c in claimed {
+            self.launch(c);
+        }
+    }
+
+    /// The jobs of claim.lua's reply (and the cycle position it moved to).
+    fn parse_claimed(&mut self, reply: Value, tags: &[String]) -> Vec<Claimed> {
         let Ok(items) = redis::from_redis_value::<Vec<Value>>(reply) else {
-            return;
+            return Vec::new();
         };
         let mut items = items.into_iter();
         if let Some(Ok(cursor)) = items.next().map(redis::from_redis_value::<usize>) {
             self.cursor = cursor;
         }
-        let mut n = 0;
+        let mut claimed = Vec::new();
         while let (Some(id), Some(schedule), Some(pair)) =
             (items.next(), items.next(), items.next())
         {
@@ -926,14 +966,46 @@ impl Loop {
             ) else {
                 continue;
             };
-            let tag = tags[n].clone();
-            n += 1;
-            self.launch(id, schedule, pair.saturating_sub(1), tag);
+            let tag = tags[claimed.len()].clone();
+            claimed.push(Claimed {
+                id,
+                schedule,
+                queue_index: pair.saturating_sub(1),
+                tag,
+            });
         }
-        self.may_have_work = n == tags.len();
+        claimed
     }
 
-    fn launch(&mut self, id: String, schedule: Option<String>, queue_index: usize, tag: String) {
+    /// Runs the held claims whose lease the confirmed master holds with their tag;
+    /// forgets the others (that master never saw the claim: the job is still queued
+    /// there). `leases` is the MGET reply, in the order of `unconfirmed`.
+    fn start_confirmed(&mut self, leases: Option<Value>) {
+        let Some(leases) =
+            leases.and_then(|v| redis::from_redis_value::<Vec<Option<String>>>(v).ok())
+        else {
+            return; // asked again next round
+        };
+        let held = std::mem::take(&mut self.unconfirmed);
+        for (c, lease) in held.into_iter().zip(leases) {
+            if lease.as_deref() == Some(c.tag.as_str()) {
+                self.launch(c);
+            } else {
+                crate::log_info!(
+                    "job {}: its claim did not survive the failover; it runs from the new master",
+                    c.id
+                );
+            }
+        }
+    }
+
+    fn launch(&mut self, claimed: Claimed) {
+        let Claimed {
+            id,
+            schedule,
+            queue_index,
+            tag,
+        } = claimed;
         let Some(slot) = self.free.pop() else {
             return;
         };
