@@ -406,12 +406,23 @@ impl TlsFiles {
     }
 }
 
-/// Whether a Redis error means this server is no longer the one to talk to: a demoted
-/// master (READONLY), a moved slot (MOVED/ASK), a cluster or master in trouble.
+/// Whether a Redis error means this server is no longer the one to talk to, or not
+/// right now: a demoted master (READONLY), a master short of replicas under
+/// `min-replicas-to-write` (NOREPLICAS, typical in the seconds of a failover), a moved
+/// slot (MOVED/ASK), a cluster or master in trouble.
 pub fn must_reconnect(e: &redis::RedisError) -> bool {
     matches!(
         e.code(),
-        Some("READONLY" | "MOVED" | "ASK" | "CLUSTERDOWN" | "MASTERDOWN" | "TRYAGAIN" | "LOADING")
+        Some(
+            "READONLY"
+                | "NOREPLICAS"
+                | "MOVED"
+                | "ASK"
+                | "CLUSTERDOWN"
+                | "MASTERDOWN"
+                | "TRYAGAIN"
+                | "LOADING"
+        )
     )
 }
 
