@@ -5,7 +5,6 @@
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::PathBuf,
-    process::Child,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
@@ -17,7 +16,7 @@ use std::{
 use tempfile::TempDir;
 
 use crate::{
-    dispatch::{finish, signal},
+    dispatch::signal,
     harness::*,
     security::{acl_setuser, SECRET},
     topology::*,
@@ -71,32 +70,6 @@ fn runs(log: &PathBuf) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-/// A background `redbike`, SIGKILLed if the test fails before it is finished.
-struct Bg(Option<Child>);
-
-impl Bg {
-    fn child(&self) -> &Child {
-        self.0.as_ref().expect("still running")
-    }
-
-    fn alive(&mut self) -> bool {
-        matches!(self.0.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
-    }
-
-    fn finish(mut self, secs: f64) -> (Option<i32>, String) {
-        finish(self.0.take().expect("still running"), secs)
-    }
-}
-
-impl Drop for Bg {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// `redbike dispatch` and `redbike work A -j N -- job.sh runs.log` with `d`'s config.
@@ -174,13 +147,24 @@ fn refused(o: Outcome, code: i32) -> String {
     o.fails(code, "").stderr.to_lowercase()
 }
 
-/// A loopback port nothing listens on.
-fn dead_port() -> u16 {
-    free_port(false)
-}
-
 // ---------------------------------------------------------------------------------
 // TLS
+
+/// rediss:// to `s`, trusting the test CA, with the client certificate.
+fn client_cert_config(d: &TempDir, s: &TlsServer) {
+    let c = &s.certs;
+    config(
+        d,
+        "t",
+        &format!(
+            "url = {}\ntls-ca = {}\ntls-cert = {}\ntls-key = {}",
+            q(s.url()),
+            q(c.ca.display()),
+            q(c.client_cert.display()),
+            q(c.client_key.display())
+        ),
+    );
+}
 
 #[test]
 fn tls_ping_trusts_the_given_ca_only() {
@@ -244,17 +228,7 @@ fn tls_client_certificate_when_the_server_requires_one() {
     };
     let d = workdir();
     let c = &s.certs;
-    config(
-        &d,
-        "t",
-        &format!(
-            "url = {}\ntls-ca = {}\ntls-cert = {}\ntls-key = {}",
-            q(s.url()),
-            q(c.ca.display()),
-            q(c.client_cert.display()),
-            q(c.client_key.display())
-        ),
-    );
+    client_cert_config(&d, &s);
     assert_eq!(ping(&d)["tls"], "on");
     rb(&d).args(["set", "j:A", "NOW"]).ok();
     assert!(s.dbsize() > 0);
@@ -279,18 +253,7 @@ fn tls_round_trip_dispatches_and_runs_a_job() {
         return;
     };
     let d = workdir();
-    let c = &s.certs;
-    config(
-        &d,
-        "t",
-        &format!(
-            "url = {}\ntls-ca = {}\ntls-cert = {}\ntls-key = {}",
-            q(s.url()),
-            q(c.ca.display()),
-            q(c.client_cert.display()),
-            q(c.client_key.display())
-        ),
-    );
+    client_cert_config(&d, &s);
     let log = job_script(&d);
     rb(&d).args(["set", "x:A", "NOW"]).ok();
     // A one-off job due shortly, so the dispatcher has something to move too.

@@ -370,3 +370,40 @@ pub fn now() -> i64 {
         .unwrap()
         .as_secs() as i64
 }
+
+/// A background `redbike`, SIGKILLed on drop if the test fails before it is finished.
+pub struct Bg(pub Option<Child>);
+
+impl Bg {
+    /// The child, while it runs.
+    pub fn child(&self) -> &Child {
+        // Set at construction and taken only by `finish`, which consumes self.
+        self.0.as_ref().expect("still running")
+    }
+
+    /// Whether it still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.0.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Waits (at most `secs`) for it to exit; its code and stderr.
+    pub fn finish(mut self, secs: f64) -> (Option<i32>, String) {
+        // As above: `finish` is the only place that takes the child.
+        crate::dispatch::finish(self.0.take().expect("still running"), secs)
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A loopback port nothing listens on (bound, then released).
+pub fn dead_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}

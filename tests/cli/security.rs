@@ -2,12 +2,9 @@
 //! one prefix's keys and channels and to the commands listed in the README can run
 //! every command, a dispatcher and a worker, and nothing outside its prefix.
 
-use std::{process::Child, time::Duration};
+use std::time::Duration;
 
-use crate::{
-    dispatch::{finish, signal},
-    harness::*,
-};
+use crate::{dispatch::signal, harness::*};
 
 /// The password in these tests; it must never be printed.
 pub(crate) const SECRET: &str = "s3cret-pw";
@@ -58,36 +55,6 @@ const ACL_COMMANDS: &[&str] = &[
     "unsubscribe",
     "punsubscribe",
 ];
-
-/// A background `redbike` that is killed if the test fails before it ends.
-struct Running(Option<Child>);
-
-impl Running {
-    fn child(&self) -> &Child {
-        // Set at construction and taken only by `finish`, which consumes self.
-        self.0.as_ref().expect("still running")
-    }
-
-    fn finish(mut self, secs: f64) -> (Option<i32>, String) {
-        // As above: `finish` is the only place that takes the child.
-        finish(self.0.take().expect("still running"), secs)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A port nothing listens on (bound, then released).
-fn dead_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 fn assert_no_secret(what: &str, text: &str) {
     assert!(!text.contains(SECRET), "{what} shows the password: {text}");
@@ -164,13 +131,13 @@ fn dispatcher_and_worker_log_the_url_masked() {
         .unwrap();
     let d = workdir();
     let url = format!("redis://rb:{SECRET}@127.0.0.1:{}/0", s.port);
-    let dispatcher = Running(Some(
+    let dispatcher = Bg(Some(
         bike(&s, d.path())
             .env("REDBIKE_REDIS_URL", &url)
             .args(["dispatch"])
             .spawn(),
     ));
-    let worker = Running(Some(
+    let worker = Bg(Some(
         bike(&s, d.path())
             .env("REDBIKE_REDIS_URL", &url)
             .args(["work", "A", "--", "true"])
@@ -196,7 +163,7 @@ fn dispatcher_and_worker_log_the_url_masked() {
 
     // An outage is logged with the URL masked too: a dispatcher whose Redis is not there.
     let dead = format!("redis://rb:{SECRET}@127.0.0.1:{}/0", dead_port());
-    let p = Running(Some(
+    let p = Bg(Some(
         bike(&s, d.path())
             .env("REDBIKE_REDIS_URL", &dead)
             .args(["dispatch"])
@@ -276,9 +243,9 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     let schedules = rb().args(["schedules"]).ok();
     assert!(schedules.contains("j:A,FREQ=SECONDLY\r\n"), "{schedules}");
 
-    let dispatcher = Running(Some(rb().args(["dispatch"]).spawn()));
+    let dispatcher = Bg(Some(rb().args(["dispatch"]).spawn()));
     let work = |queue: &str| {
-        Running(Some(
+        Bg(Some(
             rb().args([
                 "work".as_ref(),
                 queue.as_ref(),
