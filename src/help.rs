@@ -87,7 +87,9 @@ visible and the job goes back per its schedule (a CONTINUE job after failure-del
 seconds); with hold it stays out of circulation, as in Python redbike 0.13.1.
 
 A job running past its timeout gets SIGTERM on its process group, SIGKILL after the \
-grace period, status TMO, and goes back into circulation per its schedule, once.
+grace period, status TMO, and goes back into circulation per its schedule, once. If \
+the worker dies, even by kill -9, its guard process (redbike-guard) kills the process \
+group of every job it was running.
 
 QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \
 The queue of a job is the part of its id after the last ':'.

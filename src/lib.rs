@@ -11,6 +11,7 @@ pub mod config;
 pub mod csvio;
 pub mod dispatcher;
 pub mod error;
+pub mod guard;
 pub mod help;
 pub mod jobid;
 pub mod keys;

@@ -8,8 +8,11 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    io::{BufRead, BufReader},
-    os::unix::process::{CommandExt, ExitStatusExt},
+    io::{ErrorKind, PipeReader, Read},
+    os::{
+        fd::{AsRawFd, FromRawFd, OwnedFd},
+        unix::process::{CommandExt, ExitStatusExt},
+    },
     path::PathBuf,
     process::{Command, Stdio},
     sync::Mutex,
@@ -18,6 +21,7 @@ use std::{
 
 use crate::{
     error::{Error, Result},
+    guard::Guard,
     worker::{Job, Outcome, Worker},
 };
 
@@ -36,8 +40,11 @@ pub struct CommandWorker {
     timeouts: BTreeMap<String, Duration>,
     /// A private directory holding one backoff file per slot.
     backoff_dir: tempfile::TempDir,
-    /// Process ids of running jobs by slot (each job leads its own process group).
-    pids: Mutex<HashMap<usize, i32>>,
+    /// Job id and process id of running jobs by slot (each job leads its own process
+    /// group).
+    pids: Mutex<HashMap<usize, (String, i32)>>,
+    /// Kills the jobs' process groups if the worker dies.
+    guard: Guard,
 }
 
 impl CommandWorker {
@@ -68,6 +75,7 @@ impl CommandWorker {
             timeouts,
             backoff_dir,
             pids: Mutex::new(HashMap::new()),
+            guard: Guard::start()?,
         })
     }
 
@@ -85,27 +93,21 @@ impl CommandWorker {
             .env("REDBIKE_PREFIX", &job.prefix)
             .env("REDBIKE_SCHEDULE", job.schedule.as_deref().unwrap_or(""))
             .env("REDBIKE_BACKOFF_FILE", backoff_file)
-            // Its own process group, so a timeout stops everything it started.
+            // Its own process group, so a timeout stops everything it started. No
+            // pre_exec step: std then spawns with posix_spawn (POSIX_SPAWN_SETPGROUP),
+            // several times cheaper than fork + exec; the guard stands in for
+            // PR_SET_PDEATHSIG.
             .process_group(0);
-        // SAFETY: prctl(2) is async-signal-safe and touches no memory of ours; it runs in
-        // the child between fork and exec. PR_SET_PDEATHSIG kills the job when the worker
-        // dies (even by SIGKILL), so a job recovered elsewhere never overlaps its orphan.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
         cmd
     }
 
-    fn set_pid(&self, slot: usize, pid: Option<i32>) {
+    /// Records (`Some`) or forgets (`None`) the process of the job running in its slot.
+    fn track(&self, job: &Job, pid: Option<i32>) {
+        self.guard.set(job.slot, pid.unwrap_or(0));
         if let Ok(mut pids) = self.pids.lock() {
             match pid {
-                Some(p) => pids.insert(slot, p),
-                None => pids.remove(&slot),
+                Some(p) => pids.insert(job.slot, (job.id.clone(), p)),
+                None => pids.remove(&job.slot),
             };
         }
     }
@@ -127,26 +129,147 @@ fn runnable(program: &str) -> bool {
     })
 }
 
-/// Logs each line a job prints, prefixed with its id, until the pipe closes.
-fn log_output(id: String, reader: std::io::PipeReader) {
+/// The output of one job, cut into lines for the log.
+struct Lines {
+    /// The job id each line is prefixed with.
+    id: String,
+    /// The line read so far.
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    fn feed(&mut self, mut data: &[u8]) {
+        while let Some(i) = data.iter().position(|b| *b == b'\n') {
+            self.partial.extend_from_slice(&data[..i]);
+            self.emit();
+            data = &data[i + 1..];
+        }
+        self.partial.extend_from_slice(data);
+    }
+
+    fn emit(&mut self) {
+        let text = String::from_utf8_lossy(&self.partial);
+        crate::log_info!("[{}] {}", self.id, text.trim_end_matches('\r'));
+        self.partial.clear();
+    }
+
+    /// Logs the last line, if the output did not end with a newline.
+    fn finish(mut self) {
+        if !self.partial.is_empty() {
+            self.emit();
+        }
+    }
+}
+
+/// Size of the buffer job output is read with.
+const CHUNK: usize = 8192;
+
+/// Logs what a job prints while it runs, on the slot's thread: polls the output pipe
+/// and a pidfd of the job, and returns once the job has exited and the pipe is drained.
+/// A pipe still held open by something the job left running goes on in a thread of its
+/// own (as does all output where pidfds are missing, before Linux 5.3), so the slot is
+/// free as soon as its job exits.
+fn follow_output(mut lines: Lines, mut reader: PipeReader, pid: i32) {
+    // SAFETY: pidfd_open(2) takes no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let Some(fd) = i32::try_from(fd).ok().filter(|fd| *fd >= 0) else {
+        return log_output_apart(lines, reader);
+    };
+    // SAFETY: a descriptor pidfd_open just made, owned by nothing else.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut fds = [
+        libc::pollfd {
+            fd: reader.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let mut buf = [0u8; CHUNK];
+    let mut exited = false;
+    loop {
+        // Once the job has exited, only look at what is already in the pipe.
+        let timeout = if exited { 0 } else { -1 };
+        // SAFETY: fds is a valid array of two pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        if n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::Interrupted {
+            continue;
+        }
+        if n > 0 && fds[0].revents != 0 {
+            match reader.read(&mut buf) {
+                Ok(0) => return lines.finish(),
+                Ok(n) => lines.feed(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return lines.finish(),
+            }
+            continue;
+        }
+        if exited || n < 0 {
+            return log_output_apart(lines, reader);
+        }
+        if fds[1].revents != 0 {
+            exited = true;
+            fds[1].fd = -1;
+        }
+    }
+}
+
+/// Logs the rest of a job's output in a thread of its own, until the pipe closes.
+fn log_output_apart(mut lines: Lines, mut reader: PipeReader) {
     let spawned = std::thread::Builder::new()
         .name("job-output".into())
         .spawn(move || {
-            let mut reader = BufReader::new(reader);
-            let mut line = Vec::new();
-            while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-                let text = String::from_utf8_lossy(&line);
-                crate::log_info!("[{id}] {}", text.trim_end_matches(['\n', '\r']));
-                line.clear();
+            let mut buf = [0u8; CHUNK];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => lines.feed(&buf[..n]),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
             }
+            lines.finish();
         });
     if let Err(e) = spawned {
         crate::log_warn!("cannot log job output: {e}");
     }
 }
 
+/// Waits until process `pid` has exited without reaping it, so its process group id
+/// cannot be reused while the guard still lists it.
+fn wait_exited(pid: i32) {
+    // SAFETY: waitid(2) writes only the siginfo we hand it.
+    unsafe {
+        let mut info = std::mem::zeroed::<libc::siginfo_t>();
+        while libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        ) == -1
+            && std::io::Error::last_os_error().kind() == ErrorKind::Interrupted
+        {}
+    }
+}
+
+/// Empties the backoff file before a job (creating it for a slot's first job, or
+/// after a job removed it); a stat suffices when the last job wrote nothing.
+fn prepare_backoff(path: &PathBuf) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => Ok(()),
+        _ => std::fs::write(path, b""),
+    }
+}
+
 /// Reads the backoff a job wrote: a whole number of seconds, or nothing.
 fn read_backoff(path: &PathBuf, id: &str) -> Option<u64> {
+    if std::fs::metadata(path).ok()?.len() == 0 {
+        return None;
+    }
     let text = std::fs::read_to_string(path).ok()?;
     let t = text.trim();
     if t.is_empty() {
@@ -175,7 +298,7 @@ impl Worker for CommandWorker {
 
     fn work(&self, job: &Job) -> Outcome {
         let backoff_file = self.backoff_file(job.slot);
-        if let Err(e) = std::fs::write(&backoff_file, b"") {
+        if let Err(e) = prepare_backoff(&backoff_file) {
             return Outcome::Failed(format!("cannot prepare the backoff file: {e}"));
         }
         let (reader, writer) = match std::io::pipe() {
@@ -193,11 +316,17 @@ impl Worker for CommandWorker {
             Ok(c) => c,
             Err(e) => return Outcome::Failed(format!("cannot start {:?}: {e}", self.command[0])),
         };
-        self.set_pid(job.slot, i32::try_from(child.id()).ok());
-        log_output(job.id.clone(), reader);
-        let status = child.wait();
-        self.set_pid(job.slot, None);
-        match status {
+        // A pid always fits in an i32 (pid_t); 0 would only disable the guard's entry.
+        let pid = i32::try_from(child.id()).unwrap_or(0);
+        self.track(job, Some(pid));
+        let lines = Lines {
+            id: job.id.clone(),
+            partial: Vec::new(),
+        };
+        follow_output(lines, reader, pid);
+        wait_exited(pid);
+        self.track(job, None);
+        match child.wait() {
             Err(e) => Outcome::Failed(format!("cannot wait for the command: {e}")),
             Ok(st) => match st.code() {
                 Some(0) => Outcome::Success {
@@ -216,8 +345,9 @@ impl Worker for CommandWorker {
             .pids
             .lock()
             .ok()
-            .and_then(|p| p.get(&job.slot).copied());
-        if let Some(pid) = pid {
+            .and_then(|p| p.get(&job.slot).cloned());
+        // The slot may have moved on to another job since the caller looked.
+        if let Some((_, pid)) = pid.filter(|(id, _)| *id == job.id) {
             let sig = if force { libc::SIGKILL } else { libc::SIGTERM };
             // SAFETY: kill(2) with a negative pid signals that process group; it touches
             // no memory of ours.

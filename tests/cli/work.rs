@@ -15,7 +15,7 @@ use crate::{
 
 /// A job script whose behaviour follows its id: `fail*` exits 3, `stop*` 100, `unset*`
 /// 101, `back*` asks for a 30 s backoff, `sleep*` runs 1 s, `hang*` runs 30 s with a
-/// grandchild. Every run appends `start ID` / `end ID` lines with times to $TEST_LOG.
+/// grandchild, `linger*` leaves a process behind that prints a line 1 s later. Every run appends `start ID` / `end ID` lines with times to $TEST_LOG.
 pub const JOB: &str = r#"#!/bin/sh
 echo "start $1 $(date +%s.%N) $REDBIKE_JOBID $REDBIKE_QUEUE $REDBIKE_PREFIX $REDBIKE_SCHEDULE" >> "$TEST_LOG"
 echo "output of $1"
@@ -26,6 +26,7 @@ case "$1" in
   back*) echo 30 > "$REDBIKE_BACKOFF_FILE";;
   sleep*) sleep 1;;
   hang*) echo $$ > "$TEST_LOG.pid"; sleep 30 & echo $! > "$TEST_LOG.grandchild"; wait;;
+  linger*) (sleep 1; echo "late output of $1") &;;
 esac
 echo "end $1 $(date +%s.%N)" >> "$TEST_LOG"
 "#;
@@ -340,6 +341,45 @@ fn second_signal_kills_jobs_and_exits_at_once() {
         .parse()
         .unwrap();
     assert!(wait_until(5.0, || unsafe { libc::kill(grandchild, 0) } != 0));
+}
+
+#[test]
+fn a_killed_workers_jobs_die_with_their_process_groups() {
+    let t = Setup::new();
+    t.set("hang:A", "NOW");
+    let mut w = t.worker(&["A"]);
+    let grandchild_file = format!("{}.grandchild", t.log().display());
+    assert!(wait_until(10.0, || Path::new(&grandchild_file).exists()));
+    let read = |f: &str| -> i32 { std::fs::read_to_string(f).unwrap().trim().parse().unwrap() };
+    let job = read(&format!("{}.pid", t.log().display()));
+    let grandchild = read(&grandchild_file);
+    // kill -9: the worker cannot clean up; its guard process kills the job's group.
+    let _ = w.kill();
+    let _ = w.wait();
+    let gone = |pid: i32| unsafe { libc::kill(pid, 0) } != 0;
+    assert!(wait_until(3.0, || gone(job) && gone(grandchild)));
+}
+
+#[test]
+fn output_left_behind_by_a_job_is_logged_without_holding_its_slot() {
+    let t = Setup::new();
+    t.set("linger:A", "NOW");
+    t.set("next:A", "NOW");
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(2));
+    // The second job started while the first one's leftover process still held the
+    // output pipe (it prints 1 s after the first job ended).
+    assert!(wait_until(5.0, || t.status("next:A").starts_with("STP")));
+    std::thread::sleep(Duration::from_millis(1500));
+    let err = t.stop(w);
+    assert!(err.contains("[linger:A] output of linger:A"), "{err}");
+    assert!(err.contains("[linger:A] late output of linger:A"), "{err}");
+    let log = std::fs::read_to_string(t.log()).unwrap();
+    let at = |what: &str| -> f64 {
+        let line = log.lines().find(|l| l.starts_with(what)).unwrap();
+        line.split(' ').nth(2).unwrap().parse().unwrap()
+    };
+    assert!(at("start next:A") - at("end linger:A") < 0.9, "{log}");
 }
 
 #[test]
