@@ -782,11 +782,20 @@ fn sentinel_set_fails_over_and_demotes_the_old_master() {
         .query(&mut con(new))
         .unwrap();
     assert_eq!(v, "1");
-    let _: () = redis::cmd("SET")
-        .arg("after")
-        .arg("2")
-        .query(&mut con(new))
-        .unwrap();
+    // With min-replicas-to-write the new master takes writes once its replica (the
+    // old master) reports in; under load that can lag the role change a little.
+    let writable = wait_until(10.0, || {
+        redis::cmd("SET")
+            .arg("after")
+            .arg("2")
+            .query::<()>(&mut con(new))
+            .is_ok()
+    });
+    assert!(
+        writable,
+        "the new master refuses writes: {}",
+        set.describe()
+    );
     // The demoted node refuses writes.
     let e = redis::cmd("SET")
         .arg("x")
