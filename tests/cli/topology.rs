@@ -87,12 +87,18 @@ pub fn con(port: u16) -> redis::Connection {
     try_con(port).unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"))
 }
 
-/// One command's reply as text (INFO, CLUSTER INFO, ...).
-pub fn text(port: u16, args: &[&str]) -> String {
+/// One command's reply as text (INFO, CLUSTER INFO, ...); `None` on any error (in a
+/// failover Sentinel kills the clients of the nodes it reconfigures, the test's too).
+pub fn try_text(port: u16, args: &[&str]) -> Option<String> {
     redis::cmd(args[0])
         .arg(&args[1..])
-        .query(&mut con(port))
-        .unwrap_or_else(|e| panic!("{args:?} on {port}: {e}"))
+        .query(&mut try_con(port).ok()?)
+        .ok()
+}
+
+/// As [`try_text`], panicking on failure.
+pub fn text(port: u16, args: &[&str]) -> String {
+    try_text(port, args).unwrap_or_else(|| panic!("{args:?} on {port} failed"))
 }
 
 /// The value of `field:` in an INFO-style reply.
@@ -422,9 +428,10 @@ fn sentinel_list(sentinel: u16, what: &str) -> Vec<std::collections::HashMap<Str
         .unwrap_or_default()
 }
 
-/// `(role, master_port)` from INFO replication of a data node.
+/// `(role, master_port, link up)` from INFO replication of a data node; an empty
+/// role when it cannot be asked.
 pub fn replication(port: u16) -> (String, Option<u16>, bool) {
-    let info = text(port, &["INFO", "replication"]);
+    let info = try_text(port, &["INFO", "replication"]).unwrap_or_default();
     let role = info_field(&info, "role").unwrap_or_default();
     let master = info_field(&info, "master_port").and_then(|p| p.parse().ok());
     let link_up = info_field(&info, "master_link_status").as_deref() == Some("up");
@@ -671,7 +678,7 @@ impl Cluster {
         }
         let ok = wait_until(30.0, || {
             cluster.nodes.iter().all(|n| {
-                let info = text(n.port, &["CLUSTER", "INFO"]);
+                let info = try_text(n.port, &["CLUSTER", "INFO"]).unwrap_or_default();
                 info_field(&info, "cluster_state").as_deref() == Some("ok")
                     && info_field(&info, "cluster_known_nodes").as_deref() == Some("3")
             })
@@ -767,11 +774,17 @@ fn sentinel_set_fails_over_and_demotes_the_old_master() {
     let set = SentinelSet::start();
     let old = set.master_port();
     assert_eq!(old, set.nodes[0].port);
+    // Replication is asynchronous: a write the replica has not applied when it is
+    // promoted is lost (seen under load). WAIT (on the writing connection) makes this
+    // one safe.
+    let mut c = con(old);
     let _: () = redis::cmd("SET")
         .arg("before")
         .arg("1")
-        .query(&mut con(old))
+        .query(&mut c)
         .unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut c).unwrap();
+    assert_eq!(acked, 1);
     let (new, took) = set.failover();
     println!("sentinel failover took {took:?}");
     assert_eq!(new, set.nodes[1].port);
