@@ -115,7 +115,11 @@ pub fn connect(config: &Config, timeout: Duration) -> Result<Connection> {
 /// Opens a connection to the server the configured topology leads to (the Sentinels'
 /// master, the cluster node of the prefix's slot), and says which one it is.
 pub fn reach(config: &Config, timeout: Duration) -> Result<Reached> {
-    let topology = Topology::of(config)?;
+    reach_with(&Topology::of(config)?, config, timeout)
+}
+
+/// [`reach`] with a topology already planned from `config`.
+fn reach_with(topology: &Topology, config: &Config, timeout: Duration) -> Result<Reached> {
     topology
         .connect(timeout)
         .map_err(|reason| Error::Unreachable {
@@ -197,7 +201,7 @@ pub fn with_store<T>(config: &Config, mut f: impl FnMut(&mut Store<'_>) -> Resul
     let topology = Topology::of(config)?;
     let patient = topology.mode != Mode::Standalone;
     loop {
-        let (mut con, server) = match reach(config, COMMAND_TIMEOUT) {
+        let (mut con, server) = match reach_with(&topology, config, COMMAND_TIMEOUT) {
             Ok(reached) => (reached.con, reached.server),
             Err(_) if patient && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(250));

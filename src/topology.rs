@@ -303,13 +303,7 @@ impl Topology {
             .map_err(|e| format!("sentinel {at}: {e}"))?;
         let (host, port) =
             master.ok_or_else(|| format!("sentinel {at} knows no master named {name:?}"))?;
-        let info = retarget(
-            self.server.clone(),
-            self.tls,
-            is_insecure(self.server.addr()),
-            Some((&host, port)),
-        );
-        let mut con = self.open(&info, timeout)?;
+        let mut con = self.open_server(&host, port, timeout)?;
         // A sentinel may name a master that has just been demoted; ask the server.
         match redis::cmd("ROLE").query::<Vec<redis::Value>>(&mut con) {
             Ok(role) if role.first() != Some(&redis::Value::BulkString(b"master".to_vec())) => {
@@ -348,18 +342,19 @@ impl Topology {
             .ok_or_else(|| format!("cluster node {at}: no node serves slot {slot}"))?;
         // An empty host means "the address you reached me at".
         let host = if host.is_empty() { host_of(seed) } else { host };
-        let info = retarget(
-            self.server.clone(),
-            self.tls,
-            is_insecure(self.server.addr()),
-            Some((&host, port)),
-        );
-        let con = self.open(&info, timeout)?;
+        let con = self.open_server(&host, port, timeout)?;
         Ok(Reached {
             con,
             server: format!("{host}:{port}"),
             slot: Some(slot),
         })
+    }
+
+    /// A connection to the data server found at `host:port`, with its auth, db and TLS.
+    fn open_server(&self, host: &str, port: u16, timeout: Duration) -> Result<Connection, String> {
+        let insecure = is_insecure(self.server.addr());
+        let info = retarget(self.server.clone(), self.tls, insecure, Some((host, port)));
+        self.open(&info, timeout)
     }
 
     /// One connection to `info`, with TLS files applied and time limits set.
