@@ -20,6 +20,7 @@ pub mod listener;
 pub mod loader;
 pub mod log;
 pub mod ping;
+mod pool;
 pub mod recovery;
 pub mod retry;
 pub mod runner;

@@ -2,13 +2,15 @@
 //! the timeline from their schedules.
 //!
 //! One loop thread talks to Redis; each of the `concurrency` slots has a thread that
-//! runs one job at a time through a [`Worker`]. The loop sends the outcomes of finished
-//! jobs and the next claim in one pipelined round trip, waits on a channel (job done,
-//! wake-up from pub/sub, signal) while idle, and enforces timeouts. Outcomes that cannot
-//! be written during a Redis outage are kept and written when Redis is back.
+//! runs one job at a time through a [`Worker`], taking claimed jobs from a pool it
+//! shares with the loop (`crate::pool`). The loop sends the outcomes of finished jobs
+//! and the next claim in one pipelined round trip, waits on a channel (jobs ended,
+//! wake-up from pub/sub, signal) while idle, and enforces timeouts. While jobs are
+//! short it claims a few ahead of its free slots, so a slot starts its next job without
+//! waiting for Redis. Outcomes that cannot be written during a Redis outage are kept
+//! and written when Redis is back.
 
 use std::{
-    collections::HashMap,
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{mpsc, Arc},
     time::{Duration, Instant},
@@ -23,6 +25,7 @@ use crate::{
     keys::{queue_of, Keys},
     link::Link,
     listener::{self, Heard},
+    pool::{Ended, Pool, Ready},
     schedule::{Placement, Schedule},
     scripts,
     shutdown::Shutdown,
@@ -39,6 +42,15 @@ pub const POLL_EVERY: Duration = Duration::from_secs(1);
 /// How long the running index keeps a job of a worker that stopped refreshing it; after
 /// that a dispatcher recovers the job (its worker is taken for dead).
 pub const RECOVER_AFTER: Duration = Duration::from_secs(10);
+/// Longest a job claimed ahead waits for a slot before it is handed back to its queue
+/// (for other workers). Its lease, set at the claim, has `LEASE_MARGIN` to spare.
+pub const HOLD_AT_MOST: Duration = Duration::from_secs(2);
+/// How much work, per slot, the jobs claimed ahead may add up to (by the average run
+/// time of recent jobs); jobs longer than this are not claimed ahead at all.
+const AHEAD_WORK: Duration = Duration::from_millis(50);
+/// Most jobs claimed ahead: one per slot, but at least this many, so that a `-j 1`
+/// worker of very short jobs gets several per round trip.
+const AHEAD_AT_MOST: usize = 8;
 
 /// A job handed to a [`Worker`].
 #[derive(Debug, Clone)]
@@ -169,7 +181,7 @@ impl Settings {
 
 /// How a run ended, as the loop records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum End {
+pub(crate) enum End {
     /// The job ended by itself.
     Outcome(Outcome),
     /// The loop stopped it: timeout, or shutdown past the grace period.
@@ -254,30 +266,14 @@ pub fn decide_recovery(
 
 /// What reaches the loop thread.
 enum Event {
-    /// A slot finished its job.
-    Done { slot: usize, outcome: Outcome },
+    /// Jobs ended (see `Pool::end`).
+    Ended,
     /// Work may be waiting (a wake-up message, or the listener reconnected).
     Wake,
     /// The control key was set to HALT.
     Halt,
     /// A stop signal; the count of requests so far.
     Signal(usize),
-}
-
-/// A job being run.
-struct Running {
-    /// The job.
-    job: Job,
-    /// Its lease tag.
-    tag: String,
-    /// When it started.
-    started: Instant,
-    /// When it must be asked to stop.
-    deadline: Instant,
-    /// Set once it was asked to stop; when to kill it.
-    kill_at: Option<Instant>,
-    /// Whether it was killed.
-    killed: bool,
 }
 
 /// A job claim.lua handed out.
@@ -290,16 +286,6 @@ struct Claimed {
     queue_index: usize,
     /// The lease tag written for it.
     tag: String,
-}
-
-/// A finished job whose outcome is not written yet.
-struct Finished {
-    /// The job (its schedule is the one the decision is based on).
-    job: Job,
-    /// Its lease tag.
-    tag: String,
-    /// How it ended.
-    end: End,
 }
 
 /// The distinct queues of the cycle with their keys and lease times.
@@ -389,17 +375,18 @@ pub fn run(
     shutdown.on_request(move |n| {
         let _ = signal_tx.send(Event::Signal(n));
     });
-    let slots = spawn_slots(&worker, settings.concurrency, &tx)?;
+    let pool = Arc::new(Pool::default());
+    spawn_slots(&worker, settings.concurrency, &pool, &tx)?;
     let mut lp = Loop {
         worker,
         settings,
         keys,
         cycle,
         cursor: 0,
-        free: (0..slots.len()).rev().collect(),
-        slots,
-        running: HashMap::new(),
+        pool: Arc::clone(&pool),
+        run_time: None,
         pending: Vec::new(),
+        releases: Vec::new(),
         unconfirmed: Vec::new(),
         link: Link::new(config, "worker"),
         may_have_work: true,
@@ -408,35 +395,36 @@ pub fn run(
         started: false,
         shutdown: shutdown.clone(),
     };
-    lp.run(config, &rx, tx)
+    let result = lp.run(config, &rx, tx);
+    pool.close();
+    result
 }
 
-/// One thread per slot, each running the jobs the loop hands it.
+/// One thread per slot, each running the jobs it takes from the pool.
 fn spawn_slots(
     worker: &Arc<dyn Worker>,
     n: usize,
+    pool: &Arc<Pool>,
     events: &mpsc::Sender<Event>,
-) -> Result<Vec<mpsc::Sender<Job>>> {
-    (0..n)
-        .map(|slot| {
-            let (job_tx, job_rx) = mpsc::channel::<Job>();
-            let worker = Arc::clone(worker);
-            let events = events.clone();
-            std::thread::Builder::new()
-                .name(format!("slot-{slot}"))
-                .spawn(move || {
-                    for job in job_rx {
-                        let outcome = catch_unwind(AssertUnwindSafe(|| worker.work(&job)))
-                            .unwrap_or_else(|_| Outcome::Failed("the job panicked".into()));
-                        if events.send(Event::Done { slot, outcome }).is_err() {
-                            return;
-                        }
+) -> Result<()> {
+    for slot in 0..n {
+        let worker = Arc::clone(worker);
+        let pool = Arc::clone(pool);
+        let events = events.clone();
+        std::thread::Builder::new()
+            .name(format!("slot-{slot}"))
+            .spawn(move || {
+                while let Some(job) = pool.take(slot) {
+                    let outcome = catch_unwind(AssertUnwindSafe(|| worker.work(&job)))
+                        .unwrap_or_else(|_| Outcome::Failed("the job panicked".into()));
+                    if pool.end(slot, outcome) && events.send(Event::Ended).is_err() {
+                        return;
                     }
-                })
-                .map(|_| job_tx)
-                .map_err(|e| Error::io("cannot start a job thread", e))
-        })
-        .collect()
+                }
+            })
+            .map_err(|e| Error::io("cannot start a job thread", e))?;
+    }
+    Ok(())
 }
 
 /// The loop's state.
@@ -451,14 +439,14 @@ struct Loop {
     cycle: Cycle,
     /// Position in the cycle of the next claim.
     cursor: usize,
-    /// One sender per slot thread.
-    slots: Vec<mpsc::Sender<Job>>,
-    /// Idle slots.
-    free: Vec<usize>,
-    /// Running jobs by slot.
-    running: HashMap<usize, Running>,
+    /// Claimed and running jobs, shared with the slot threads.
+    pool: Arc<Pool>,
+    /// Average run time of recent jobs (none yet: `None`).
+    run_time: Option<Duration>,
     /// Outcomes not yet written.
-    pending: Vec<Finished>,
+    pending: Vec<Ended>,
+    /// Jobs claimed ahead that are to be handed back to their queues.
+    releases: Vec<Ready>,
     /// Claims whose replication was not confirmed (`wait-replicas`): run only if the
     /// master that turns out to be the master holds their lease.
     unconfirmed: Vec<Claimed>,
@@ -489,7 +477,8 @@ impl Loop {
                 self.begin_stop("on signal");
             }
             self.enforce_deadlines();
-            if self.stopping && self.running.is_empty() && self.pending.is_empty() {
+            self.release_held();
+            if self.finished() {
                 crate::log_info!("worker stopped");
                 return Ok(());
             }
@@ -568,25 +557,50 @@ impl Loop {
         Ok(())
     }
 
+    /// Whether the worker has stopped and has nothing left to run or write.
+    fn finished(&self) -> bool {
+        self.stopping
+            && self.pending.is_empty()
+            && self.releases.is_empty()
+            && self.pool.lock().running.is_empty()
+    }
+
     fn begin_stop(&mut self, why: &str) {
         if self.stopping {
             return;
         }
         self.stopping = true;
+        // Jobs claimed ahead have not started: they go back to their queues.
+        let held = self.pool.withdraw(None);
+        self.releases.extend(held);
+        let mut pool = self.pool.lock();
         crate::log_info!(
             "worker stopping {why}: no more claims; {} running job(s) get up to {}s to finish",
-            self.running.len(),
+            pool.running.len(),
             self.settings.grace.as_secs()
         );
         let limit = Instant::now() + self.settings.grace;
-        for r in self.running.values_mut() {
+        for r in pool.running.values_mut() {
             r.deadline = r.deadline.min(limit);
+        }
+    }
+
+    /// Hands back the jobs claimed ahead once the oldest waited too long for a slot
+    /// (the jobs in front of them turned out long), so that other workers can run them.
+    fn release_held(&mut self) {
+        let Some(before) = Instant::now().checked_sub(HOLD_AT_MOST) else {
+            return;
+        };
+        let held = self.pool.withdraw(Some(before));
+        if !held.is_empty() {
+            crate::log_debug!("handing back {} job(s) that waited for a slot", held.len());
+            self.releases.extend(held);
         }
     }
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Done { slot, outcome } => self.done(slot, outcome),
+            Event::Ended => self.record_ended(),
             Event::Wake => self.may_have_work = true,
             Event::Halt => self.begin_stop("on HALT"),
             Event::Signal(n) if n >= 2 => self.force_exit(),
@@ -596,46 +610,45 @@ impl Loop {
 
     /// A second signal: kill every job and exit at once. Their leases expire by themselves.
     fn force_exit(&self) -> ! {
+        let pool = self.pool.lock();
         crate::log_warn!(
             "second signal: killing {} running job(s) and exiting at once",
-            self.running.len()
+            pool.running.len()
         );
-        for r in self.running.values() {
+        for r in pool.running.values() {
             self.worker.stop(&r.job, true);
         }
         std::process::exit(self.shutdown.forced_exit_code());
     }
 
-    fn done(&mut self, slot: usize, outcome: Outcome) {
-        let Some(r) = self.running.remove(&slot) else {
-            return;
-        };
-        self.free.push(slot);
-        let secs = r.started.elapsed().as_secs_f64();
-        let end = if r.kill_at.is_some() {
-            End::TimedOut
-        } else {
-            End::Outcome(outcome)
-        };
-        match &end {
-            End::TimedOut | End::Recovered => {
-                crate::log_warn!("job {} was stopped after {secs:.2}s (TMO)", r.job.id)
+    /// Takes the jobs that ended from the pool into the outcomes to write.
+    fn record_ended(&mut self) {
+        let ended = std::mem::take(&mut self.pool.lock().ended);
+        for e in ended {
+            let secs = e.ran.as_secs_f64();
+            match &e.end {
+                End::TimedOut | End::Recovered => {
+                    crate::log_warn!("job {} was stopped after {secs:.2}s (TMO)", e.job.id)
+                }
+                End::Outcome(Outcome::Failed(why)) => {
+                    crate::log_warn!("job {} failed after {secs:.2}s: {why} (DIE)", e.job.id)
+                }
+                End::Outcome(o) => {
+                    crate::log_debug!("job {} ended after {secs:.2}s: {o:?}", e.job.id)
+                }
             }
-            End::Outcome(Outcome::Failed(why)) => {
-                crate::log_warn!("job {} failed after {secs:.2}s: {why} (DIE)", r.job.id)
-            }
-            End::Outcome(o) => crate::log_debug!("job {} ended after {secs:.2}s: {o:?}", r.job.id),
+            self.run_time = Some(match self.run_time {
+                None => e.ran,
+                Some(avg) => (avg * 3 + e.ran) / 4,
+            });
+            self.pending.push(e);
         }
-        self.pending.push(Finished {
-            job: r.job,
-            tag: r.tag,
-            end,
-        });
     }
 
     fn enforce_deadlines(&mut self) {
         let now = Instant::now();
-        for r in self.running.values_mut() {
+        let mut pool = self.pool.lock();
+        for r in pool.running.values_mut() {
             match r.kill_at {
                 None if now >= r.deadline => {
                     crate::log_warn!("job {} ran out of time; asking it to stop", r.job.id);
@@ -656,13 +669,34 @@ impl Loop {
         }
     }
 
+    /// How many jobs to claim now: one per free slot, plus the jobs claimed ahead while
+    /// jobs are short (up to `AHEAD_WORK` of work per slot), less those already held.
+    /// A job running longer than its predecessors (say a long one among short ones)
+    /// counts as long from the moment it outlasts them, so nothing more queues up
+    /// behind it.
+    fn wanted(&self) -> usize {
+        if self.stopping || !self.may_have_work {
+            return 0;
+        }
+        let n = self.settings.concurrency;
+        let pool = self.pool.lock();
+        let longest = pool.running.values().map(|r| r.started.elapsed()).max();
+        let ahead = match self.run_time.max(longest) {
+            Some(t) if t < AHEAD_WORK && self.run_time.is_some() => {
+                let fits = AHEAD_WORK.as_nanos() * n as u128 / t.as_nanos().max(1);
+                AHEAD_AT_MOST.max(n).min(fits as usize)
+            }
+            _ => 0,
+        };
+        (n + ahead).saturating_sub(pool.running.len() + pool.ready.len() + self.unconfirmed.len())
+    }
+
     /// How long the loop may sleep.
     fn next_wait(&self) -> Duration {
         let now = Instant::now();
         let up = self.link.wait().is_none();
-        let can_claim = !self.stopping && !self.free.is_empty() && self.may_have_work;
-        let finished = self.stopping && self.running.is_empty() && self.pending.is_empty();
-        if finished || (up && self.started && (can_claim || !self.pending.is_empty())) {
+        let to_write = !self.pending.is_empty() || !self.releases.is_empty();
+        if self.finished() || (up && self.started && (self.wanted() > 0 || to_write)) {
             return Duration::ZERO;
         }
         // While Redis is down the next thing to do is the retry; otherwise the next poll.
@@ -671,7 +705,8 @@ impl Loop {
             (None, Some(t)) => (t + POLL_EVERY).saturating_duration_since(now),
             (None, None) => Duration::ZERO,
         };
-        for r in self.running.values() {
+        let pool = self.pool.lock();
+        for r in pool.running.values() {
             let next = match r.kill_at {
                 None => r.deadline,
                 Some(_) if r.killed => continue,
@@ -679,19 +714,19 @@ impl Loop {
             };
             wait = wait.min(next.saturating_duration_since(now));
         }
+        if let Some(r) = pool.ready.front() {
+            wait = wait.min((r.claimed + HOLD_AT_MOST).saturating_duration_since(now));
+        }
         wait.min(POLL_EVERY)
     }
 
     /// One round trip: write pending outcomes, claim jobs for free slots, and poll.
     fn talk(&mut self) {
-        let claim = if self.stopping || !self.may_have_work {
-            0
-        } else {
-            self.free.len().saturating_sub(self.unconfirmed.len())
-        };
+        let claim = self.wanted();
         let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY);
         let verify = !self.unconfirmed.is_empty();
-        if self.pending.is_empty() && claim == 0 && !poll && !verify {
+        let writes = self.pending.len() + self.releases.len();
+        if writes == 0 && claim == 0 && !poll && !verify {
             return;
         }
         if self.link.get().is_none() {
@@ -701,10 +736,9 @@ impl Loop {
             let Some(con) = self.link.get() else {
                 return;
             };
-            let load = scripts::FINISH
-                .prepare_invoke()
-                .load(con)
-                .and_then(|_| scripts::CLAIM.prepare_invoke().load(con));
+            let load = [&scripts::FINISH, &scripts::CLAIM, &scripts::RELEASE]
+                .into_iter()
+                .try_for_each(|s| s.prepare_invoke().load(con).map(drop));
             if let Err(e) = load {
                 self.link.failed(&e);
                 return;
@@ -720,6 +754,10 @@ impl Loop {
             .collect();
         for (f, d) in self.pending.iter().zip(&decisions) {
             pipe.invoke_script(&self.finish_invocation(f, d, now));
+        }
+        // Newest first: each goes to the head of its queue, so the oldest ends up next.
+        for r in self.releases.iter().rev() {
+            pipe.invoke_script(&self.release_invocation(r, now));
         }
         let tags: Vec<String> = (0..claim).map(|_| new_tag()).collect();
         if claim > 0 {
@@ -747,7 +785,7 @@ impl Loop {
         let fence = self
             .settings
             .wait
-            .filter(|_| !self.pending.is_empty() || claim > 0 || verify);
+            .filter(|_| writes > 0 || claim > 0 || verify);
         if let Some((replicas, ms)) = fence {
             pipe.cmd("WAIT").arg(replicas).arg(ms);
         }
@@ -761,7 +799,7 @@ impl Loop {
                     if !self.acknowledged(replies.pop(), replicas) {
                         // Hold this round's claims until a confirmed master says
                         // whether they are real.
-                        if let Some(Ok(reply)) = replies.into_iter().nth(self.pending.len()) {
+                        if let Some(Ok(reply)) = replies.into_iter().nth(writes) {
                             let claimed = (claim > 0).then(|| self.parse_claimed(reply, &tags));
                             self.unconfirmed.extend(claimed.into_iter().flatten());
                         }
@@ -806,22 +844,39 @@ impl Loop {
     /// Tells dispatchers this worker is alive: pushes the recovery time of each of its
     /// running jobs forward (XX: never re-adds a job that was finished or recovered).
     fn refresh_running(&self, pipe: &mut redis::Pipeline, now: i64) {
-        if self.running.is_empty() && self.unconfirmed.is_empty() {
+        let pool = self.pool.lock();
+        let running = pool.running.values().map(|r| &r.job.id);
+        let ready = pool.ready.iter().map(|r| &r.job.id);
+        let held = self.unconfirmed.iter().map(|c| &c.id);
+        let mut ids = running.chain(ready).chain(held).peekable();
+        if ids.peek().is_none() {
             return;
         }
         let at = now + RECOVER_AFTER.as_secs() as i64;
         let mut cmd = redis::cmd("ZADD");
         cmd.arg(&self.keys.leases).arg("XX");
-        let held = self.unconfirmed.iter().map(|c| &c.id);
-        for id in self.running.values().map(|r| &r.job.id).chain(held) {
+        for id in ids {
             cmd.arg(at).arg(id);
         }
         pipe.add_command(cmd).ignore();
     }
 
+    fn release_invocation<'a>(&self, r: &Ready, now: i64) -> redis::ScriptInvocation<'a> {
+        let mut inv = scripts::RELEASE.prepare_invoke();
+        for key in self.keys.job_keys(&r.job.id) {
+            inv.key(key);
+        }
+        inv.key(&self.keys.leases);
+        inv.arg(&r.job.id)
+            .arg(&r.tag)
+            .arg(now)
+            .arg(self.keys.queue_wake(&r.job.queue));
+        inv
+    }
+
     fn finish_invocation<'a>(
         &self,
-        f: &Finished,
+        f: &Ended,
         d: &Decision,
         now: i64,
     ) -> redis::ScriptInvocation<'a> {
@@ -908,6 +963,16 @@ impl Loop {
                 }
             }
         }
+        let releases = std::mem::take(&mut self.releases);
+        for (r, reply) in releases.into_iter().rev().zip(replies.by_ref()) {
+            match reply.and_then(|v| redis::from_redis_value::<String>(v).map_err(Into::into)) {
+                Ok(result) => crate::log_debug!("job {} handed back: {result}", r.job.id),
+                Err(e) => {
+                    crate::log_error!("job {}: cannot hand it back: {e}; retrying", r.job.id);
+                    self.releases.insert(0, r);
+                }
+            }
+        }
         if claimed {
             match replies.next() {
                 Some(Ok(v)) => self.start_claimed(v, tags),
@@ -937,13 +1002,11 @@ impl Loop {
         }
     }
 
-    /// Hands claimed jobs to free slots.
+    /// Hands claimed jobs to the slots.
     fn start_claimed(&mut self, reply: Value, tags: &[String]) {
         let claimed = self.parse_claimed(reply, tags);
         self.may_have_work = claimed.len() == tags.len();
-        for c in claimed {
-            self.launch(c);
-        }
+        self.launch(claimed);
     }
 
     /// The jobs of claim.lua's reply (and the cycle position it moved to).
@@ -987,9 +1050,10 @@ impl Loop {
             return; // asked again next round
         };
         let held = std::mem::take(&mut self.unconfirmed);
+        let mut confirmed = Vec::new();
         for (c, lease) in held.into_iter().zip(leases) {
             if lease.as_deref() == Some(c.tag.as_str()) {
-                self.launch(c);
+                confirmed.push(c);
             } else {
                 crate::log_info!(
                     "job {}: its claim did not survive the failover; it runs from the new master",
@@ -997,48 +1061,38 @@ impl Loop {
                 );
             }
         }
+        self.launch(confirmed);
     }
 
-    fn launch(&mut self, claimed: Claimed) {
-        let Claimed {
-            id,
-            schedule,
-            queue_index,
-            tag,
-        } = claimed;
-        let Some(slot) = self.free.pop() else {
-            return;
-        };
+    /// Adds claimed jobs to the pool, where free slots take them. After a stop request
+    /// (HALT in the reply that brought them) they go back to their queues instead.
+    fn launch(&mut self, claimed: Vec<Claimed>) {
         let now = Instant::now();
-        let timeout = self
-            .cycle
-            .timeouts
-            .get(queue_index)
-            .copied()
-            .unwrap_or(self.settings.default_timeout);
-        let job = Job {
-            queue: queue_of(&id).to_string(),
-            id,
-            schedule,
-            prefix: self.keys.prefix.clone(),
-            slot,
-        };
-        crate::log_debug!("job {} started in slot {slot}", job.id);
-        self.running.insert(
-            slot,
-            Running {
-                job: job.clone(),
-                tag,
-                started: now,
-                deadline: now + timeout,
-                kill_at: None,
-                killed: false,
-            },
-        );
-        if self.slots[slot].send(job).is_err() {
-            crate::log_error!(
-                "slot {slot} is gone; its job will be recovered when its lease expires"
-            );
+        let ready = claimed.into_iter().map(|c| {
+            let timeout = self
+                .cycle
+                .timeouts
+                .get(c.queue_index)
+                .copied()
+                .unwrap_or(self.settings.default_timeout);
+            let job = Job {
+                queue: queue_of(&c.id).to_string(),
+                id: c.id,
+                schedule: c.schedule,
+                prefix: self.keys.prefix.clone(),
+                slot: 0,
+            };
+            Ready {
+                job,
+                tag: c.tag,
+                timeout,
+                claimed: now,
+            }
+        });
+        if self.stopping {
+            self.releases.extend(ready);
+        } else {
+            self.pool.add(ready);
         }
     }
 }

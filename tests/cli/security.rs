@@ -31,6 +31,7 @@ const ACL_COMMANDS: &[&str] = &[
     "hlen",
     "hscan",
     "lpush",
+    "rpush",
     "rpop",
     "lrem",
     "llen",

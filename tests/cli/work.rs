@@ -492,47 +492,208 @@ fn outcomes_finished_during_an_outage_are_written_after_it() {
     assert!(err.contains("is back after"), "{err}");
 }
 
-#[test]
-fn in_process_worker_runs_closures() {
+/// Runs an in-process worker of `queues` at `-j concurrency` on `t`'s Redis, running
+/// `f` per job, in a thread; request the returned handle's shutdown to end it.
+fn in_process<F>(
+    t: &Setup,
+    queues: &str,
+    concurrency: usize,
+    f: F,
+) -> (
+    redbike::shutdown::Shutdown,
+    std::thread::JoinHandle<redbike::error::Result<()>>,
+)
+where
+    F: Fn(&redbike::worker::Job) -> redbike::worker::Outcome + Send + Sync + 'static,
+{
     use redbike::{
         config::{Config, Overrides},
         shutdown::Shutdown,
-        worker::{self, FnWorker, Outcome, Settings},
+        worker::{self, FnWorker, Settings},
     };
-    use std::sync::{atomic::AtomicUsize, atomic::Ordering, Arc};
-    let t = Setup::new();
-    t.set("a:A", "CONTINUE");
-    t.set("b:B", "NOW");
     let config = Config::load(&Overrides {
-        config: Some(path(&t.d, "none.conf")).filter(|p| p.exists()),
+        config: None,
         redis_url: Some(t.s.url()),
         prefix: Some("t".into()),
     })
     .unwrap();
+    let w = FnWorker::new(queues, f).unwrap();
+    let shutdown = Shutdown::new();
+    let handle = shutdown.clone();
+    let th = std::thread::spawn(move || {
+        let mut settings = Settings::from_config(&config);
+        settings.concurrency = concurrency;
+        worker::run(&config, std::sync::Arc::new(w), settings, &handle)
+    });
+    (shutdown, th)
+}
+
+/// Queues one-off jobs `PREFIX0:A` .. in this order (the first is taken first).
+fn queue_in_order(t: &Setup, ids: &[String]) {
+    let rows: String = ids.iter().map(|id| format!("{id},NOW\n")).collect();
+    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+}
+
+fn ids(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i:02}:A")).collect()
+}
+
+#[test]
+fn in_process_worker_runs_closures() {
+    use redbike::worker::Outcome;
+    use std::sync::{atomic::AtomicUsize, atomic::Ordering, Arc};
+    let t = Setup::new();
+    t.set("a:A", "CONTINUE");
+    t.set("b:B", "NOW");
     let runs = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&runs);
-    let w = FnWorker::new("A:B", move |job| {
+    let (shutdown, th) = in_process(&t, "A:B", 1, move |job| {
         counter.fetch_add(1, Ordering::SeqCst);
         if job.id == "a:A" && counter.load(Ordering::SeqCst) > 10 {
             Outcome::Stop
         } else {
             Outcome::Success { backoff: None }
         }
-    })
-    .unwrap();
-    let shutdown = Shutdown::new();
-    let handle = shutdown.clone();
-    let th = std::thread::spawn(move || {
-        worker::run(
-            &config,
-            Arc::new(w),
-            Settings::from_config(&config),
-            &handle,
-        )
     });
     assert!(t.wait_status("a:A", "STP"));
     assert!(t.wait_status("b:B", "STP"));
     shutdown.request();
     th.join().unwrap().unwrap();
     assert!(runs.load(Ordering::SeqCst) >= 11);
+}
+
+/// The jobs a worker of short jobs claimed ahead of its free slots go back to the head
+/// of their queue, in order, when it stops: as if never claimed, none lost or leased.
+#[test]
+fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
+    use redbike::worker::Outcome;
+    use std::sync::{Arc, Mutex};
+    let t = Setup::new();
+    let all = ids("a", 40);
+    queue_in_order(&t, &all);
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&ran);
+    let stop = Arc::new(Mutex::new(None::<redbike::shutdown::Shutdown>));
+    let stopper = Arc::clone(&stop);
+    let held = Arc::new(Mutex::new(0usize));
+    let seen = Arc::clone(&held);
+    let url = t.s.url();
+    let (shutdown, th) = in_process(&t, "A", 1, move |job| {
+        // Short jobs (5 ms): the worker claims several ahead.
+        std::thread::sleep(Duration::from_millis(5));
+        let mut log = log.lock().unwrap();
+        log.push(job.id.clone());
+        if log.len() == 12 {
+            // Leased now: this job and those claimed ahead of it.
+            let mut con = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+            *seen.lock().unwrap() = con.zcard("t-leases").unwrap();
+            if let Some(s) = stopper.lock().unwrap().as_ref() {
+                s.request();
+            }
+        }
+        Outcome::Success { backoff: None }
+    });
+    *stop.lock().unwrap() = Some(shutdown.clone());
+    let finished = wait_until(10.0, || th.is_finished());
+    if !finished {
+        shutdown.request();
+    }
+    th.join().unwrap().unwrap();
+    assert!(finished, "the worker did not stop");
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(ran, all[..ran.len()], "jobs ran out of order or twice");
+    let mut con = t.s.con();
+    let mut queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    queued.reverse(); // RPOP takes from the right: the next job is the last element
+    assert_eq!(queued, all[ran.len()..], "ran {}", ran.len());
+    assert!(ran.len() >= 12 && ran.len() < 40);
+    let members: usize = con.scard("t-work-A-members").unwrap();
+    assert_eq!(members, queued.len());
+    let leased: usize = con.zcard("t-leases").unwrap();
+    assert_eq!(leased, 0);
+    for id in &queued {
+        assert!(t.status(id).starts_with("ENQ:"), "{id}: {}", t.status(id));
+        let lease: Option<String> = con.get(format!("t-work-A-{id}")).unwrap();
+        assert_eq!(lease, None, "{id}");
+    }
+    assert!(*held.lock().unwrap() >= 3, "no jobs were claimed ahead");
+}
+
+
+/// Jobs claimed ahead behind a job that turns out long go back to their queue after
+/// two seconds (for other workers), and no more are claimed behind it; all run once.
+#[test]
+fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
+    use redbike::worker::Outcome;
+    use std::sync::{Arc, Mutex};
+    let t = Setup::new();
+    let mut all = ids("a", 6);
+    all.push("long:A".into());
+    let behind = ids("b", 10);
+    all.extend(behind.iter().cloned());
+    queue_in_order(&t, &all);
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&ran);
+    let long_started = Arc::new(Mutex::new(None::<(Instant, usize)>));
+    let mark = Arc::clone(&long_started);
+    let url = t.s.url();
+    let (shutdown, th) = in_process(&t, "A", 1, move |job| {
+        log.lock().unwrap().push(job.id.clone());
+        if job.id == "long:A" {
+            let mut con = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+            let leased: usize = con.zcard("t-leases").unwrap();
+            *mark.lock().unwrap() = Some((Instant::now(), leased));
+            std::thread::sleep(Duration::from_secs(4));
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Outcome::Success { backoff: None }
+    });
+    assert!(wait_until(10.0, || long_started.lock().unwrap().is_some()));
+    let (at, leased) = long_started.lock().unwrap().unwrap();
+    assert!(leased >= 3, "no jobs were claimed ahead of the long one: {leased}");
+    let mut con = t.s.con();
+    // Handed back: the long job alone stays leased, the others are queued in order.
+    let back = wait_until(3.5, || {
+        con.zcard::<_, usize>("t-leases").unwrap() == 1
+            && con.llen::<_, usize>("t-work-A").unwrap() == behind.len()
+    });
+    let in_time = at.elapsed() < Duration::from_secs(4);
+    let mut queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    queued.reverse();
+    assert!(wait_until(15.0, || ran.lock().unwrap().len() >= all.len()));
+    shutdown.request();
+    th.join().unwrap().unwrap();
+    assert!(back && in_time, "jobs behind the long one were not handed back");
+    assert_eq!(queued, behind);
+    assert_eq!(*ran.lock().unwrap(), all, "jobs ran out of order or twice");
+}
+
+/// Stopping a busy worker of short jobs loses nothing: each job ran once or is queued
+/// again (in its order), none is left leased.
+#[test]
+fn a_stopped_worker_leaves_every_job_run_or_queued() {
+    let t = Setup::new();
+    let all = ids("q", 300);
+    queue_in_order(&t, &all);
+    let w = t.worker(&["A", "-j", "2"]);
+    assert!(wait_until(10.0, || t.runs().len() >= 40));
+    signal(&w, libc::SIGTERM);
+    let (code, err) = finish(w, 10.0);
+    assert_eq!(code, Some(0), "{err}");
+    let ran = t.runs();
+    let mut unique = ran.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ran.len(), "a job ran twice");
+    let mut con = t.s.con();
+    let mut queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    queued.reverse();
+    let rest: Vec<String> = all.iter().filter(|id| !ran.contains(id)).cloned().collect();
+    assert_eq!(queued, rest, "{err}");
+    assert_eq!(con.zcard::<_, usize>("t-leases").unwrap(), 0);
+    for id in &ran {
+        assert!(t.status(id).starts_with("STP:"), "{id}: {}", t.status(id));
+    }
 }

@@ -1,0 +1,156 @@
+//! The pool of claimed jobs that the worker's loop shares with its slot threads.
+//!
+//! The loop adds the jobs it claims; a free slot takes the next one at once, without a
+//! round trip through the loop, and leaves how its job ended for the loop to record.
+//! The loop may claim a few jobs ahead of its free slots (see `worker::Loop::ahead`),
+//! so a slot that finishes a short job starts the next while the loop talks to Redis.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Condvar, Mutex, MutexGuard},
+    time::{Duration, Instant},
+};
+
+use crate::worker::{End, Job, Outcome};
+
+/// A claimed job waiting for a slot.
+pub(crate) struct Ready {
+    /// The job (its `slot` is set when a slot takes it).
+    pub job: Job,
+    /// Its lease tag.
+    pub tag: String,
+    /// Its queue's timeout, counted from its start.
+    pub timeout: Duration,
+    /// When it was claimed.
+    pub claimed: Instant,
+}
+
+/// A job being run.
+pub(crate) struct Running {
+    /// The job.
+    pub job: Job,
+    /// Its lease tag.
+    pub tag: String,
+    /// When it started.
+    pub started: Instant,
+    /// When it must be asked to stop.
+    pub deadline: Instant,
+    /// Set once it was asked to stop; when to kill it.
+    pub kill_at: Option<Instant>,
+    /// Whether it was killed.
+    pub killed: bool,
+}
+
+/// A job that ended, for the loop to record.
+pub(crate) struct Ended {
+    /// The job.
+    pub job: Job,
+    /// Its lease tag.
+    pub tag: String,
+    /// How it ended.
+    pub end: End,
+    /// How long it ran.
+    pub ran: Duration,
+}
+
+/// What the loop and the slots share.
+#[derive(Default)]
+pub(crate) struct State {
+    /// Claimed jobs not yet started, oldest first.
+    pub ready: VecDeque<Ready>,
+    /// Running jobs by slot.
+    pub running: HashMap<usize, Running>,
+    /// Jobs that ended since the loop last looked.
+    pub ended: Vec<Ended>,
+    /// Set when the worker is done: slots exit.
+    closed: bool,
+}
+
+/// The pool: its state, and a condition variable idle slots wait on.
+#[derive(Default)]
+pub(crate) struct Pool {
+    /// The shared state.
+    state: Mutex<State>,
+    /// Signalled when a job is ready or the pool closes.
+    wake: Condvar,
+}
+
+impl Pool {
+    /// The state, locked. Nothing panics while holding the lock (jobs run outside
+    /// it), so a poisoned lock still holds consistent state.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds claimed jobs, in order, and wakes as many idle slots.
+    pub fn add(&self, jobs: impl IntoIterator<Item = Ready>) {
+        let mut state = self.lock();
+        let before = state.ready.len();
+        state.ready.extend(jobs);
+        for _ in before..state.ready.len() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Takes the oldest ready job into `slot`, waiting for one; `None` once closed.
+    pub fn take(&self, slot: usize) -> Option<Job> {
+        let mut state = self.lock();
+        loop {
+            if state.closed {
+                return None;
+            }
+            if let Some(r) = state.ready.pop_front() {
+                let now = Instant::now();
+                let job = Job { slot, ..r.job };
+                let running = Running {
+                    job: job.clone(),
+                    tag: r.tag,
+                    started: now,
+                    deadline: now + r.timeout,
+                    kill_at: None,
+                    killed: false,
+                };
+                state.running.insert(slot, running);
+                return Some(job);
+            }
+            state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Records how the job of `slot` ended. True if the loop has yet to be told that
+    /// jobs ended (nothing else ended since it last looked).
+    pub fn end(&self, slot: usize, outcome: Outcome) -> bool {
+        let mut state = self.lock();
+        let Some(r) = state.running.remove(&slot) else {
+            return false;
+        };
+        let end = match r.kill_at {
+            Some(_) => End::TimedOut,
+            None => End::Outcome(outcome),
+        };
+        state.ended.push(Ended {
+            job: r.job,
+            tag: r.tag,
+            end,
+            ran: r.started.elapsed(),
+        });
+        state.ended.len() == 1
+    }
+
+    /// Takes all ready jobs, so that they are handed back instead of started; with
+    /// `Some(t)`, only if the oldest was claimed before `t`. All at once, so that they
+    /// go back in the order they were queued in.
+    pub fn withdraw(&self, before: Option<Instant>) -> Vec<Ready> {
+        let mut state = self.lock();
+        match (before, state.ready.front()) {
+            (Some(t), Some(r)) if r.claimed >= t => Vec::new(),
+            _ => state.ready.drain(..).collect(),
+        }
+    }
+
+    /// Lets the slot threads exit.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_all();
+    }
+}
