@@ -113,37 +113,54 @@ fn jobs_left_out_by_python_workers_are_swept_back() {
 #[test]
 fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
     let t = Setup::new();
-    let n = 3000;
+    // 20 batches of 1,000: the first dispatcher needs tens of milliseconds for them, so
+    // the kill below lands between two of its Lua calls (with 3,000 jobs it was usually
+    // done before the kill, and the second dispatcher had nothing to do).
+    let n = 20_000;
     let rows: String = (0..n)
         .map(|i| format!("d{i}:{},AT:100\n", ["A", "B"][i % 2]))
         .collect();
     std::fs::write(path(&t.d, "due.csv"), rows).unwrap();
     bike(&t.s, t.d.path()).args(["load", "due.csv"]).ok();
+    let mut con = t.s.con();
     let mut first = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
-    std::thread::sleep(Duration::from_millis(30));
+    // SIGKILL as soon as its first batch is out of the timeline.
+    assert!(wait_until(10.0, || {
+        con.zcard::<_, usize>("t-timeline").unwrap() < n || matches!(first.try_wait(), Ok(Some(_)))
+    }));
     let _ = first.kill();
     let _ = first.wait();
+    let left: usize = con.zcard("t-timeline").unwrap();
     let second = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
-    assert!(wait_until(10.0, || t
-        .s
-        .con()
-        .zcard::<_, usize>("t-timeline")
-        .unwrap()
-        == 0));
+    assert!(
+        wait_until(10.0, || con.zcard::<_, usize>("t-timeline").unwrap() == 0),
+        "the second dispatcher left jobs on the timeline"
+    );
     let mut all: Vec<String> = Vec::new();
+    let mut members = 0;
     for q in ["A", "B"] {
         all.extend(
-            t.s.con()
-                .lrange::<_, Vec<String>>(format!("t-work-{q}"), 0, -1)
+            con.lrange::<_, Vec<String>>(format!("t-work-{q}"), 0, -1)
                 .unwrap(),
         );
+        members += con
+            .scard::<_, usize>(format!("t-work-{q}-members"))
+            .unwrap();
     }
     let total = all.len();
     all.sort();
     all.dedup();
-    assert_eq!((total, all.len()), (n, n));
+    assert_eq!(
+        (total, all.len(), members),
+        (n, n, n),
+        "queued, distinct, members; {left} job(s) were left when the first dispatcher was killed"
+    );
+    // The timeline may have been empty at once (the first dispatcher was done before the
+    // kill): wait until the second one runs, so SIGTERM finds its handlers in place.
+    assert!(wait_stderr(&second, "dispatcher starting", 10.0));
     signal(&second, libc::SIGTERM);
-    assert_eq!(finish(second, 5.0).0, Some(0));
+    let (code, err) = finish(second, 5.0);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 /// Runs per job from the log, as (start, end) seconds; asserts no two overlap.

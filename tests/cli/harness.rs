@@ -76,8 +76,19 @@ impl RedisServer {
                 return false; // exited: port taken
             }
             if let Ok(mut con) = self.try_connection() {
-                if redis::cmd("PING").query::<String>(&mut con).is_ok() {
-                    return true;
+                if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut con) {
+                    // The port is ours only if our child answers: a server of another test
+                    // that took the port first answers too, while ours fails to bind and
+                    // exits; sharing it would mix two tests' keys under prefix `t`.
+                    let pid = info
+                        .lines()
+                        .find_map(|l| l.strip_prefix("process_id:"))
+                        .and_then(|p| p.trim().parse::<u32>().ok());
+                    if pid.is_some() && pid == self.child.as_ref().map(|c| c.id()) {
+                        return true;
+                    }
+                    self.stop();
+                    return false;
                 }
             }
             thread::sleep(Duration::from_millis(20));
@@ -339,6 +350,17 @@ pub fn stderr_of(child: &Child) -> String {
     }
     let text = String::from_utf8_lossy(&buf.lock().unwrap().0).into_owned();
     text
+}
+
+/// Waits (at most `secs`) until a spawned child has written `part` to stderr, without
+/// waiting for it to exit; whether it did.
+pub fn wait_stderr(child: &Child, part: &str, secs: f64) -> bool {
+    let Some(buf) = STDERR.lock().unwrap().get(&child.id()).cloned() else {
+        return false;
+    };
+    wait_until(secs, || {
+        String::from_utf8_lossy(&buf.lock().unwrap().0).contains(part)
+    })
 }
 
 /// A temporary working directory (so no `.redbike.conf` or timefile leaks in).

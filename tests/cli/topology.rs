@@ -109,8 +109,8 @@ pub fn info_field(info: &str, field: &str) -> Option<String> {
 }
 
 /// Starts `redis-server ARGS` (cwd `dir`, output to `dir/stdout.log`) and waits up to
-/// 10 s for PING on `port`. `None` when it exited (a port taken by someone else) or did
-/// not answer.
+/// 10 s for it to answer on `port`. `None` when it exited (a port taken by someone
+/// else), another process answers there, or it did not answer.
 fn spawn(dir: &Path, port: u16, args: &[String]) -> Option<Proc> {
     let out = fs::File::create(dir.join("stdout.log")).unwrap();
     let child = Command::new("redis-server")
@@ -132,8 +132,13 @@ fn spawn(dir: &Path, port: u16, args: &[String]) -> Option<Proc> {
             return None;
         }
         if let Ok(mut c) = try_con(port) {
-            if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                return Some(p);
+            if let Ok(info) = redis::cmd("INFO").arg("server").query::<String>(&mut c) {
+                // Ours only if our child answers: another test's server may hold the port.
+                let pid = info_field(&info, "process_id").and_then(|v| v.parse::<u32>().ok());
+                if pid.is_some() && pid == p.child.as_ref().map(|c| c.id()) {
+                    return Some(p);
+                }
+                return None;
             }
         }
         thread::sleep(Duration::from_millis(20));
