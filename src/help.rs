@@ -94,9 +94,18 @@ group of every job it was running.
 QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \
 The queue of a job is the part of its id after the last ':'.
 
-control HALT and SIGTERM, SIGINT, SIGHUP, SIGQUIT stop claiming, let running jobs \
-finish for up to the grace period, then stop them as on timeout, record every outcome \
-and exit 0. A second signal kills the jobs and exits at once.";
+While its jobs are short (under 50 ms on average), a worker claims a few more than it \
+has free slots (up to 50 ms of work per slot, at most max(8, concurrency)), so a slot \
+starts its next job without waiting for Redis. Such a job is leased like a running one \
+(status WRK); if it waits more than 2 s for a slot (a job in front turned out long), or \
+the worker stops, it goes back to the head of its queue, status ENQ, as if never \
+claimed.
+
+control HALT and SIGTERM, SIGINT, SIGHUP, SIGQUIT stop claiming, hand back the jobs \
+claimed ahead, let running jobs finish for up to the grace period, then stop them as \
+on timeout, record every outcome and exit 0. A second signal kills the jobs and exits \
+at once (jobs claimed ahead are then recovered by a dispatcher, status REC, like the \
+killed ones).";
 
 /// The dispatcher's behaviour, for `dispatch`.
 pub const DISPATCH: &str = "\
