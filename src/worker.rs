@@ -51,6 +51,9 @@ const AHEAD_WORK: Duration = Duration::from_millis(50);
 /// Most jobs claimed ahead: one per slot, but at least this many, so that a `-j 1`
 /// worker of very short jobs gets several per round trip.
 const AHEAD_AT_MOST: usize = 8;
+/// How long outcomes may wait to be written together, while every slot has its next job
+/// claimed already: one round trip then records several jobs.
+const BATCH_FOR: Duration = Duration::from_millis(2);
 
 /// A job handed to a [`Worker`].
 #[derive(Debug, Clone)]
@@ -386,6 +389,7 @@ pub fn run(
         pool: Arc::clone(&pool),
         run_time: None,
         pending: Vec::new(),
+        pending_since: None,
         releases: Vec::new(),
         unconfirmed: Vec::new(),
         link: Link::new(config, "worker"),
@@ -445,6 +449,8 @@ struct Loop {
     run_time: Option<Duration>,
     /// Outcomes not yet written.
     pending: Vec<Ended>,
+    /// Since when the oldest of them waits (`BATCH_FOR`).
+    pending_since: Option<Instant>,
     /// Jobs claimed ahead that are to be handed back to their queues.
     releases: Vec<Ready>,
     /// Claims whose replication was not confirmed (`wait-replicas`): run only if the
@@ -624,6 +630,9 @@ impl Loop {
     /// Takes the jobs that ended from the pool into the outcomes to write.
     fn record_ended(&mut self) {
         let ended = std::mem::take(&mut self.pool.lock().ended);
+        if !ended.is_empty() && self.pending_since.is_none() {
+            self.pending_since = Some(Instant::now());
+        }
         for e in ended {
             let secs = e.ran.as_secs_f64();
             match &e.end {
@@ -691,13 +700,29 @@ impl Loop {
         (n + ahead).saturating_sub(pool.running.len() + pool.ready.len() + self.unconfirmed.len())
     }
 
+    /// How much longer the outcomes to write may wait for more (`BATCH_FOR`), while
+    /// every slot has a job claimed for after its current one; `None`: write now.
+    fn hold_off(&self) -> Option<Duration> {
+        if self.stopping || !self.releases.is_empty() {
+            return None;
+        }
+        let since = self.pending_since?;
+        if self.pool.lock().ready.len() < self.settings.concurrency {
+            return None;
+        }
+        (since + BATCH_FOR).checked_duration_since(Instant::now())
+    }
+
     /// How long the loop may sleep.
     fn next_wait(&self) -> Duration {
         let now = Instant::now();
         let up = self.link.wait().is_none();
         let to_write = !self.pending.is_empty() || !self.releases.is_empty();
-        if self.finished() || (up && self.started && (self.wanted() > 0 || to_write)) {
+        if self.finished() {
             return Duration::ZERO;
+        }
+        if up && self.started && (self.wanted() > 0 || to_write) {
+            return self.hold_off().unwrap_or(Duration::ZERO);
         }
         // While Redis is down the next thing to do is the retry; otherwise the next poll.
         let mut wait = match (self.link.wait(), self.last_poll) {
@@ -727,6 +752,9 @@ impl Loop {
         let verify = !self.unconfirmed.is_empty();
         let writes = self.pending.len() + self.releases.len();
         if writes == 0 && claim == 0 && !poll && !verify {
+            return;
+        }
+        if !poll && !verify && self.hold_off().is_some() {
             return;
         }
         if self.link.get().is_none() {
@@ -972,6 +1000,9 @@ impl Loop {
                     self.releases.insert(0, r);
                 }
             }
+        }
+        if self.pending.is_empty() {
+            self.pending_since = None;
         }
         if claimed {
             match replies.next() {
