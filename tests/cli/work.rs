@@ -586,7 +586,10 @@ fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
         log.push(job.id.clone());
         if log.len() == 12 {
             // Leased now: this job and those claimed ahead of it.
-            let mut con = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+            let mut con = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap();
             *seen.lock().unwrap() = con.zcard("t-leases").unwrap();
             if let Some(s) = stopper.lock().unwrap().as_ref() {
                 s.request();
@@ -620,7 +623,6 @@ fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
     assert!(*held.lock().unwrap() >= 3, "no jobs were claimed ahead");
 }
 
-
 /// Jobs claimed ahead behind a job that turns out long go back to their queue after
 /// two seconds (for other workers), and no more are claimed behind it; all run once.
 #[test]
@@ -641,7 +643,10 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
     let (shutdown, th) = in_process(&t, "A", 1, move |job| {
         log.lock().unwrap().push(job.id.clone());
         if job.id == "long:A" {
-            let mut con = redis::Client::open(url.as_str()).unwrap().get_connection().unwrap();
+            let mut con = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_connection()
+                .unwrap();
             let leased: usize = con.zcard("t-leases").unwrap();
             *mark.lock().unwrap() = Some((Instant::now(), leased));
             std::thread::sleep(Duration::from_secs(4));
@@ -652,7 +657,10 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
     });
     assert!(wait_until(10.0, || long_started.lock().unwrap().is_some()));
     let (at, leased) = long_started.lock().unwrap().unwrap();
-    assert!(leased >= 3, "no jobs were claimed ahead of the long one: {leased}");
+    assert!(
+        leased >= 3,
+        "no jobs were claimed ahead of the long one: {leased}"
+    );
     let mut con = t.s.con();
     // Handed back: the long job alone stays leased, the others are queued in order.
     let back = wait_until(3.5, || {
@@ -665,7 +673,10 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
     assert!(wait_until(15.0, || ran.lock().unwrap().len() >= all.len()));
     shutdown.request();
     th.join().unwrap().unwrap();
-    assert!(back && in_time, "jobs behind the long one were not handed back");
+    assert!(
+        back && in_time,
+        "jobs behind the long one were not handed back"
+    );
     assert_eq!(queued, behind);
     assert_eq!(*ran.lock().unwrap(), all, "jobs ran out of order or twice");
 }
