@@ -27,6 +27,7 @@ pub mod runner;
 pub mod schedule;
 pub mod scripts;
 pub mod shutdown;
+pub mod spawn;
 pub mod stats;
 pub mod status;
 pub mod store;

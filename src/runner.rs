@@ -8,13 +8,13 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
+    ffi::OsStr,
     io::{ErrorKind, PipeReader, Read},
     os::{
-        fd::{AsRawFd, FromRawFd, OwnedFd},
-        unix::process::{CommandExt, ExitStatusExt},
+        fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd},
+        unix::process::ExitStatusExt,
     },
     path::PathBuf,
-    process::{Command, Stdio},
     sync::Mutex,
     time::Duration,
 };
@@ -22,8 +22,18 @@ use std::{
 use crate::{
     error::{Error, Result},
     guard::Guard,
+    spawn::{Child, Spawner},
     worker::{Job, Outcome, Worker},
 };
+
+/// The variables each job gets, in the order [`CommandWorker::spawn`] gives them.
+const JOB_VARS: &[&str] = &[
+    "REDBIKE_JOBID",
+    "REDBIKE_QUEUE",
+    "REDBIKE_PREFIX",
+    "REDBIKE_SCHEDULE",
+    "REDBIKE_BACKOFF_FILE",
+];
 
 /// Exit code by which a job asks to stop (its schedule becomes STOP).
 pub const EXIT_STOP: i32 = 100;
@@ -45,6 +55,8 @@ pub struct CommandWorker {
     pids: Mutex<HashMap<usize, (String, i32)>>,
     /// Kills the jobs' process groups if the worker dies.
     guard: Guard,
+    /// Starts the command.
+    spawner: Spawner,
 }
 
 impl CommandWorker {
@@ -69,6 +81,8 @@ impl CommandWorker {
             .prefix("redbike-work-")
             .tempdir()
             .map_err(|e| Error::io("cannot create a directory for backoff files", e))?;
+        let spawner = Spawner::new(&command, JOB_VARS)
+            .map_err(|e| Error::io("cannot prepare to run the command", e))?;
         Ok(CommandWorker {
             command,
             queues,
@@ -76,6 +90,7 @@ impl CommandWorker {
             backoff_dir,
             pids: Mutex::new(HashMap::new()),
             guard: Guard::start()?,
+            spawner,
         })
     }
 
@@ -83,22 +98,22 @@ impl CommandWorker {
         self.backoff_dir.path().join(format!("slot-{slot}.backoff"))
     }
 
-    fn command_for(&self, job: &Job, backoff_file: &PathBuf) -> Command {
-        let mut cmd = Command::new(&self.command[0]);
-        cmd.args(&self.command[1..])
-            .arg(&job.id)
-            .stdin(Stdio::null())
-            .env("REDBIKE_JOBID", &job.id)
-            .env("REDBIKE_QUEUE", &job.queue)
-            .env("REDBIKE_PREFIX", &job.prefix)
-            .env("REDBIKE_SCHEDULE", job.schedule.as_deref().unwrap_or(""))
-            .env("REDBIKE_BACKOFF_FILE", backoff_file)
-            // Its own process group, so a timeout stops everything it started. No
-            // pre_exec step: std then spawns with posix_spawn (POSIX_SPAWN_SETPGROUP),
-            // several times cheaper than fork + exec; the guard stands in for
-            // PR_SET_PDEATHSIG.
-            .process_group(0);
-        cmd
+    /// Starts the command for `job`, its output on `output`. Each job leads its own
+    /// process group, so a timeout stops everything it started.
+    fn spawn(
+        &self,
+        job: &Job,
+        backoff_file: &PathBuf,
+        output: BorrowedFd,
+    ) -> std::io::Result<Child> {
+        let values: [&OsStr; 5] = [
+            job.id.as_ref(),
+            job.queue.as_ref(),
+            job.prefix.as_ref(),
+            job.schedule.as_deref().unwrap_or("").as_ref(),
+            backoff_file.as_ref(),
+        ];
+        self.spawner.spawn(job.id.as_ref(), &values, output)
     }
 
     /// Records (`Some`) or forgets (`None`) the process of the job running in its slot.
@@ -305,19 +320,14 @@ impl Worker for CommandWorker {
             Ok(p) => p,
             Err(e) => return Outcome::Failed(format!("cannot make a pipe: {e}")),
         };
-        let mut cmd = self.command_for(job, &backoff_file);
-        let child = match writer.try_clone() {
-            Ok(w2) => cmd.stdout(w2).stderr(writer).spawn(),
-            Err(e) => Err(e),
-        };
-        // The Command holds the pipe's write ends; drop it so the reader sees EOF.
-        drop(cmd);
-        let mut child = match child {
+        let child = self.spawn(job, &backoff_file, writer.as_fd());
+        // The job holds the write end now; close ours so the reader sees EOF.
+        drop(writer);
+        let child = match child {
             Ok(c) => c,
             Err(e) => return Outcome::Failed(format!("cannot start {:?}: {e}", self.command[0])),
         };
-        // A pid always fits in an i32 (pid_t); 0 would only disable the guard's entry.
-        let pid = i32::try_from(child.id()).unwrap_or(0);
+        let pid = child.pid;
         self.track(job, Some(pid));
         let lines = Lines {
             id: job.id.clone(),
