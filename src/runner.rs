@@ -178,6 +178,11 @@ impl Lines {
 
 /// Size of the buffer job output is read with.
 const CHUNK: usize = 8192;
+/// How long after a job's exit its output pipe may stay open before the rest of the
+/// output is left to a thread of its own. A job started in another slot at that very
+/// moment holds a copy of the pipe until its exec closes it (a fraction of a
+/// millisecond); only a process the job left running holds it longer.
+const LINGER: Duration = Duration::from_millis(5);
 
 /// Logs what a job prints while it runs, on the slot's thread: polls the output pipe
 /// and a pidfd of the job, and returns once the job has exited and the pipe is drained.
@@ -205,10 +210,13 @@ fn follow_output(mut lines: Lines, mut reader: PipeReader, pid: i32) {
         },
     ];
     let mut buf = [0u8; CHUNK];
-    let mut exited = false;
+    let mut exited: Option<std::time::Instant> = None;
     loop {
-        // Once the job has exited, only look at what is already in the pipe.
-        let timeout = if exited { 0 } else { -1 };
+        // Once the job has exited, wait for the end of the pipe until LINGER is over.
+        let timeout = match exited {
+            None => -1,
+            Some(at) => LINGER.saturating_sub(at.elapsed()).as_millis() as i32,
+        };
         // SAFETY: fds is a valid array of two pollfds.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
         if n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::Interrupted {
@@ -223,11 +231,11 @@ fn follow_output(mut lines: Lines, mut reader: PipeReader, pid: i32) {
             }
             continue;
         }
-        if exited || n < 0 {
+        if exited.is_some() || n < 0 {
             return log_output_apart(lines, reader);
         }
         if fds[1].revents != 0 {
-            exited = true;
+            exited = Some(std::time::Instant::now());
             fds[1].fd = -1;
         }
     }
