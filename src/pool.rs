@@ -67,15 +67,25 @@ pub(crate) struct State {
 }
 
 /// The pool: its state, and a condition variable idle slots wait on.
-#[derive(Default)]
 pub(crate) struct Pool {
     /// The shared state.
     state: Mutex<State>,
     /// Signalled when a job is ready or the pool closes.
     wake: Condvar,
+    /// Fewer ready jobs than this and the loop should claim more (see [`Pool::take`]).
+    low: usize,
 }
 
 impl Pool {
+    /// An empty pool whose loop wants to hear when fewer than `low` jobs are ready.
+    pub fn new(low: usize) -> Pool {
+        Pool {
+            state: Mutex::default(),
+            wake: Condvar::new(),
+            low,
+        }
+    }
+
     /// The state, locked. Nothing panics while holding the lock (jobs run outside
     /// it), so a poisoned lock still holds consistent state.
     pub fn lock(&self) -> MutexGuard<'_, State> {
@@ -93,7 +103,9 @@ impl Pool {
     }
 
     /// Takes the oldest ready job into `slot`, waiting for one; `None` once closed.
-    pub fn take(&self, slot: usize) -> Option<Job> {
+    /// The flag says that this take left fewer than `low` jobs ready: the loop, which
+    /// may be letting outcomes gather, should be told to claim more.
+    pub fn take(&self, slot: usize) -> Option<(Job, bool)> {
         let mut state = self.lock();
         loop {
             if state.closed {
@@ -111,14 +123,14 @@ impl Pool {
                     killed: false,
                 };
                 state.running.insert(slot, running);
-                return Some(job);
+                return Some((job, state.ready.len() + 1 == self.low));
             }
             state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
         }
     }
 
     /// Records how the job of `slot` ended. True if the loop has yet to be told that
-    /// jobs ended (nothing else ended since it last looked).
+    /// jobs ended (nothing else ended since it last took them).
     pub fn end(&self, slot: usize, outcome: Outcome) -> bool {
         let mut state = self.lock();
         let Some(r) = state.running.remove(&slot) else {

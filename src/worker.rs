@@ -53,7 +53,7 @@ const AHEAD_WORK: Duration = Duration::from_millis(50);
 const AHEAD_AT_MOST: usize = 8;
 /// How long outcomes may wait to be written together, while every slot has its next job
 /// claimed already: one round trip then records several jobs.
-const BATCH_FOR: Duration = Duration::from_millis(2);
+const BATCH_FOR: Duration = Duration::from_millis(5);
 
 /// A job handed to a [`Worker`].
 #[derive(Debug, Clone)]
@@ -269,8 +269,10 @@ pub fn decide_recovery(
 
 /// What reaches the loop thread.
 enum Event {
-    /// Jobs ended (see `Pool::end`).
+    /// Jobs ended (see `Pool::end`); they wait in the pool until the next round trip.
     Ended,
+    /// Few jobs are left ready (see `Pool::take`).
+    Low,
     /// Work may be waiting (a wake-up message, or the listener reconnected).
     Wake,
     /// The control key was set to HALT.
@@ -378,7 +380,7 @@ pub fn run(
     shutdown.on_request(move |n| {
         let _ = signal_tx.send(Event::Signal(n));
     });
-    let pool = Arc::new(Pool::default());
+    let pool = Arc::new(Pool::new(settings.concurrency));
     spawn_slots(&worker, settings.concurrency, &pool, &tx)?;
     let mut lp = Loop {
         worker,
@@ -418,7 +420,10 @@ fn spawn_slots(
         std::thread::Builder::new()
             .name(format!("slot-{slot}"))
             .spawn(move || {
-                while let Some(job) = pool.take(slot) {
+                while let Some((job, low)) = pool.take(slot) {
+                    if low && events.send(Event::Low).is_err() {
+                        return;
+                    }
                     let outcome = catch_unwind(AssertUnwindSafe(|| worker.work(&job)))
                         .unwrap_or_else(|_| Outcome::Failed("the job panicked".into()));
                     if pool.end(slot, outcome) && events.send(Event::Ended).is_err() {
@@ -565,10 +570,12 @@ impl Loop {
 
     /// Whether the worker has stopped and has nothing left to run or write.
     fn finished(&self) -> bool {
+        let pool = self.pool.lock();
         self.stopping
             && self.pending.is_empty()
             && self.releases.is_empty()
-            && self.pool.lock().running.is_empty()
+            && pool.running.is_empty()
+            && pool.ended.is_empty()
     }
 
     fn begin_stop(&mut self, why: &str) {
@@ -606,7 +613,10 @@ impl Loop {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Ended => self.record_ended(),
+            Event::Ended => {
+                self.pending_since.get_or_insert_with(Instant::now);
+            }
+            Event::Low => {}
             Event::Wake => self.may_have_work = true,
             Event::Halt => self.begin_stop("on HALT"),
             Event::Signal(n) if n >= 2 => self.force_exit(),
@@ -630,9 +640,6 @@ impl Loop {
     /// Takes the jobs that ended from the pool into the outcomes to write.
     fn record_ended(&mut self) {
         let ended = std::mem::take(&mut self.pool.lock().ended);
-        if !ended.is_empty() && self.pending_since.is_none() {
-            self.pending_since = Some(Instant::now());
-        }
         for e in ended {
             let secs = e.ran.as_secs_f64();
             match &e.end {
@@ -717,7 +724,7 @@ impl Loop {
     fn next_wait(&self) -> Duration {
         let now = Instant::now();
         let up = self.link.wait().is_none();
-        let to_write = !self.pending.is_empty() || !self.releases.is_empty();
+        let to_write = self.pending_since.is_some() || !self.releases.is_empty();
         if self.finished() {
             return Duration::ZERO;
         }
@@ -747,6 +754,9 @@ impl Loop {
 
     /// One round trip: write pending outcomes, claim jobs for free slots, and poll.
     fn talk(&mut self) {
+        if self.pending_since.is_some() && self.hold_off().is_none() {
+            self.record_ended();
+        }
         let claim = self.wanted();
         let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY);
         let verify = !self.unconfirmed.is_empty();
@@ -1001,7 +1011,8 @@ impl Loop {
                 }
             }
         }
-        if self.pending.is_empty() {
+        // Jobs that ended during the round trip told the loop so (`Event::Ended`).
+        if self.pending.is_empty() && self.pool.lock().ended.is_empty() {
             self.pending_since = None;
         }
         if claimed {
