@@ -60,8 +60,11 @@ pub(crate) struct State {
     pub ready: VecDeque<Ready>,
     /// Running jobs by slot.
     pub running: HashMap<usize, Running>,
-    /// Jobs that ended since the loop last looked.
+    /// Jobs that ended since the loop last took them.
     pub ended: Vec<Ended>,
+    /// Slots waiting for a job (a notification to a busy slot would be a wasted
+    /// system call).
+    idle: usize,
     /// Set when the worker is done: slots exit.
     closed: bool,
 }
@@ -97,7 +100,7 @@ impl Pool {
         let mut state = self.lock();
         let before = state.ready.len();
         state.ready.extend(jobs);
-        for _ in before..state.ready.len() {
+        for _ in 0..(state.ready.len() - before).min(state.idle) {
             self.wake.notify_one();
         }
     }
@@ -125,7 +128,9 @@ impl Pool {
                 state.running.insert(slot, running);
                 return Some((job, state.ready.len() + 1 == self.low));
             }
+            state.idle += 1;
             state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.idle -= 1;
         }
     }
 
