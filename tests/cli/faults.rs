@@ -256,10 +256,7 @@ fn a_redis_restart_loses_no_schedule() {
 #[test]
 fn one_shot_commands_exit_69_when_redis_is_unreachable() {
     let d = workdir();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = dead_port();
     std::fs::write(path(&d, "s.csv"), "a:A,NOW\n").unwrap();
     std::fs::write(path(&d, "job.sh"), JOB).unwrap();
     let cases: &[&[&str]] = &[

@@ -2,7 +2,7 @@
 //! `redbike` binary and asserts on its exit code and output.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     io::{Read, Write},
     net::TcpListener,
     path::{Path, PathBuf},
@@ -28,9 +28,20 @@ pub struct RedisServer {
     extra: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    l.local_addr().unwrap().port()
+/// A free loopback port that no other test of this run was given: a port is never
+/// handed out twice, so a test's redbike still retrying the port of a server it
+/// stopped cannot reach another test's server that took the port over (all tests of
+/// the crate share prefix `t`).
+pub fn free_port() -> u16 {
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    for _ in 0..1000 {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        let port = l.local_addr().unwrap().port();
+        if GIVEN.lock().unwrap().insert(port) {
+            return port;
+        }
+    }
+    panic!("no fresh loopback port");
 }
 
 impl RedisServer {
@@ -424,8 +435,7 @@ impl Drop for Bg {
     }
 }
 
-/// A loopback port nothing listens on (bound, then released).
+/// A loopback port nothing listens on (bound, then released; never given to a server).
 pub fn dead_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    free_port()
 }

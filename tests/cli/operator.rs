@@ -417,10 +417,7 @@ fn config_errors_name_the_problem() {
 #[test]
 fn unreachable_redis_exits_69_with_masked_url() {
     let d = workdir();
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = dead_port();
     bare(d.path())
         .env(
             "REDBIKE_REDIS_URL",

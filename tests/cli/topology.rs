@@ -63,9 +63,7 @@ fn bindable(port: u16) -> bool {
 /// node's bus port) is free as well.
 pub fn free_port(bus: bool) -> u16 {
     for _ in 0..500 {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        let port = l.local_addr().unwrap().port();
-        drop(l);
+        let port = crate::harness::free_port();
         if !bus || (port <= 55535 && bindable(port + 10000)) {
             return port;
         }
