@@ -31,10 +31,13 @@ pub fn read(path: &Path) -> Result<Option<i64>> {
     Ok(Some(ts))
 }
 
-/// The temporary file written before the rename: `TIMEFILE.0`, like the original.
+/// The temporary file written before the rename: `TIMEFILE.PID.0` (the original
+/// writes `TIMEFILE.0`). Of its own process, so that two dispatchers mistakenly given
+/// one timefile never rename or remove each other's temporary file: that failed the
+/// start-up check of one of them.
 fn temp_path(path: &Path) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_owned();
-    name.push(".0");
+    name.push(format!(".{}.0", std::process::id()));
     name.into()
 }
 

@@ -118,8 +118,10 @@ fn two_dispatchers_never_queue_a_job_twice() {
     all.dedup();
     assert_eq!((total, all.len()), (n, n));
     bike(&s, d.path()).args(["control", "HALT"]).ok();
-    assert_eq!(finish(a, 5.0).0, Some(0));
-    assert_eq!(finish(b, 5.0).0, Some(0));
+    for child in [a, b] {
+        let (code, err) = finish(child, 5.0);
+        assert_eq!(code, Some(0), "{err}");
+    }
 }
 
 #[test]
