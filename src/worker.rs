@@ -37,8 +37,9 @@ use crate::{
 pub const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// How often an idle worker looks for jobs enqueued without a wake-up (by the Python
 /// original) and for a HALT set without one; also how often it refreshes the running
-/// index for its jobs.
-pub const POLL_EVERY: Duration = Duration::from_secs(1);
+/// index for its jobs. A little under a second, so that such a job, found by the next
+/// poll and then claimed and started, still starts within a second of being queued.
+pub const POLL_EVERY: Duration = Duration::from_millis(950);
 /// How long the running index keeps a job of a worker that stopped refreshing it; after
 /// that a dispatcher recovers the job (its worker is taken for dead).
 pub const RECOVER_AFTER: Duration = Duration::from_secs(10);
