@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::worker::{End, Job, Outcome};
+use crate::worker::{End, Job, Outcome, HOLD_AT_MOST};
 
 /// A claimed job waiting for a slot.
 pub(crate) struct Ready {
@@ -114,7 +114,13 @@ impl Pool {
             if state.closed {
                 return None;
             }
-            if let Some(r) = state.ready.pop_front() {
+            // A job held too long is left for the loop to hand back: its lease, set at
+            // the claim, may no longer cover a full run.
+            let fresh = state
+                .ready
+                .front()
+                .is_some_and(|r| r.claimed.elapsed() < HOLD_AT_MOST);
+            if let Some(r) = fresh.then(|| state.ready.pop_front()).flatten() {
                 let now = Instant::now();
                 let job = Job { slot, ..r.job };
                 let running = Running {

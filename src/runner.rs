@@ -359,17 +359,17 @@ impl Worker for CommandWorker {
     }
 
     fn stop(&self, job: &Job, force: bool) {
-        let pid = self
-            .pids
-            .lock()
-            .ok()
-            .and_then(|p| p.get(&job.slot).cloned());
+        // Signalled while holding the lock: the slot forgets the pid (under this lock)
+        // before it reaps the job, so the pid cannot have been reused meanwhile.
+        let Ok(pids) = self.pids.lock() else {
+            return;
+        };
         // The slot may have moved on to another job since the caller looked.
-        if let Some((_, pid)) = pid.filter(|(id, _)| *id == job.id) {
+        if let Some((_, pid)) = pids.get(&job.slot).filter(|(id, _)| *id == job.id) {
             let sig = if force { libc::SIGKILL } else { libc::SIGTERM };
             // SAFETY: kill(2) with a negative pid signals that process group; it touches
             // no memory of ours.
-            unsafe { libc::kill(-pid, sig) };
+            unsafe { libc::kill(-*pid, sig) };
         }
     }
 }

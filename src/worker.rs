@@ -292,6 +292,8 @@ struct Claimed {
     queue_index: usize,
     /// The lease tag written for it.
     tag: String,
+    /// When the claim was sent (its lease runs from about then).
+    claimed: Instant,
 }
 
 /// The distinct queues of the cycle with their keys and lease times.
@@ -575,6 +577,7 @@ impl Loop {
         self.stopping
             && self.pending.is_empty()
             && self.releases.is_empty()
+            && self.unconfirmed.is_empty()
             && pool.running.is_empty()
             && pool.ended.is_empty()
     }
@@ -614,9 +617,11 @@ impl Loop {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Ended => {
+            // Checked: the loop may have taken those jobs already, before this event.
+            Event::Ended if !self.pool.lock().ended.is_empty() => {
                 self.pending_since.get_or_insert_with(Instant::now);
             }
+            Event::Ended => {}
             Event::Low => {}
             Event::Wake => self.may_have_work = true,
             Event::Halt => self.begin_stop("on HALT"),
@@ -832,6 +837,7 @@ impl Loop {
             Some(con) => con,
             None => return,
         };
+        let sent = Instant::now();
         match pipe.query::<Vec<redis::RedisResult<Value>>>(con) {
             Ok(mut replies) => {
                 if let Some((replicas, _)) = fence {
@@ -839,14 +845,20 @@ impl Loop {
                         // Hold this round's claims until a confirmed master says
                         // whether they are real.
                         if let Some(Ok(reply)) = replies.into_iter().nth(writes) {
-                            let claimed = (claim > 0).then(|| self.parse_claimed(reply, &tags));
+                            let claimed =
+                                (claim > 0).then(|| self.parse_claimed(reply, &tags, sent));
                             self.unconfirmed.extend(claimed.into_iter().flatten());
                         }
                         return;
                     }
                 }
                 self.link.ok();
-                self.absorb(replies, claim > 0, verify, poll, &tags);
+                self.absorb(
+                    replies,
+                    (claim > 0).then_some((&tags[..], sent)),
+                    verify,
+                    poll,
+                );
             }
             Err(e) => self.link.failed(&e),
         }
@@ -887,7 +899,8 @@ impl Loop {
         let running = pool.running.values().map(|r| &r.job.id);
         let ready = pool.ready.iter().map(|r| &r.job.id);
         let held = self.unconfirmed.iter().map(|c| &c.id);
-        let mut ids = running.chain(ready).chain(held).peekable();
+        let back = self.releases.iter().map(|r| &r.job.id);
+        let mut ids = running.chain(ready).chain(held).chain(back).peekable();
         if ids.peek().is_none() {
             return;
         }
@@ -969,10 +982,9 @@ impl Loop {
     fn absorb(
         &mut self,
         replies: Vec<redis::RedisResult<Value>>,
-        claimed: bool,
+        claimed: Option<(&[String], Instant)>,
         verified: bool,
         polled: bool,
-        tags: &[String],
     ) {
         let mut replies = replies.into_iter();
         let pending = std::mem::take(&mut self.pending);
@@ -1016,17 +1028,9 @@ impl Loop {
         if self.pending.is_empty() && self.pool.lock().ended.is_empty() {
             self.pending_since = None;
         }
-        if claimed {
-            match replies.next() {
-                Some(Ok(v)) => self.start_claimed(v, tags),
-                Some(Err(e)) => crate::log_error!("claim failed: {e}"),
-                None => {}
-            }
-        }
-        if verified {
-            let leases = replies.next().and_then(|r| r.ok());
-            self.start_confirmed(leases);
-        }
+        // The claimed jobs start last, once a HALT in this same reply has been seen.
+        let claim_reply = claimed.and_then(|_| replies.next());
+        let leases = verified.then(|| replies.next().and_then(|r| r.ok()));
         if polled {
             self.last_poll = Some(Instant::now());
             if let Some(Ok(Value::Int(n))) = replies.next() {
@@ -1043,17 +1047,25 @@ impl Loop {
                 }
             }
         }
+        match (claim_reply, claimed) {
+            (Some(Ok(v)), Some((tags, sent))) => self.start_claimed(v, tags, sent),
+            (Some(Err(e)), _) => crate::log_error!("claim failed: {e}"),
+            _ => {}
+        }
+        if let Some(leases) = leases {
+            self.start_confirmed(leases);
+        }
     }
 
     /// Hands claimed jobs to the slots.
-    fn start_claimed(&mut self, reply: Value, tags: &[String]) {
-        let claimed = self.parse_claimed(reply, tags);
+    fn start_claimed(&mut self, reply: Value, tags: &[String], sent: Instant) {
+        let claimed = self.parse_claimed(reply, tags, sent);
         self.may_have_work = claimed.len() == tags.len();
         self.launch(claimed);
     }
 
     /// The jobs of claim.lua's reply (and the cycle position it moved to).
-    fn parse_claimed(&mut self, reply: Value, tags: &[String]) -> Vec<Claimed> {
+    fn parse_claimed(&mut self, reply: Value, tags: &[String], sent: Instant) -> Vec<Claimed> {
         let Ok(items) = redis::from_redis_value::<Vec<Value>>(reply) else {
             return Vec::new();
         };
@@ -1078,6 +1090,7 @@ impl Loop {
                 schedule,
                 queue_index: pair.saturating_sub(1),
                 tag,
+                claimed: sent,
             });
         }
         claimed
@@ -1108,9 +1121,12 @@ impl Loop {
     }
 
     /// Adds claimed jobs to the pool, where free slots take them. After a stop request
-    /// (HALT in the reply that brought them) they go back to their queues instead.
+    /// they go back to their queues instead, as do jobs claimed too long ago to start
+    /// (a slow reply, or a claim confirmed late under `wait-replicas`).
     fn launch(&mut self, claimed: Vec<Claimed>) {
-        let now = Instant::now();
+        if self.shutdown.requested() {
+            self.begin_stop("on signal");
+        }
         let ready = claimed.into_iter().map(|c| {
             let timeout = self
                 .cycle
@@ -1129,14 +1145,13 @@ impl Loop {
                 job,
                 tag: c.tag,
                 timeout,
-                claimed: now,
+                claimed: c.claimed,
             }
         });
-        if self.stopping {
-            self.releases.extend(ready);
-        } else {
-            self.pool.add(ready);
-        }
+        let (fresh, stale): (Vec<Ready>, Vec<Ready>) =
+            ready.partition(|r| !self.stopping && r.claimed.elapsed() < HOLD_AT_MOST);
+        self.releases.extend(stale);
+        self.pool.add(fresh);
     }
 }
 

@@ -4,7 +4,8 @@
 -- KEYS: schedules, statuses, timeline, queue, members, lease, leases
 -- ARGV: jobid, tag, now, queue wake channel
 -- Returns "released", "stale" (not ours: leave the job alone), "placed"
--- (set while held: it is where that set put it) or "gone" (unset while held).
+-- (set while held: it is where that set put it), "stopped" (set to STOP while held)
+-- or "gone" (unset while held).
 local k = job_keys()
 local jobid, tag, now = ARGV[1], ARGV[2], ARGV[3]
 local lease = redis.call("GET", k.lease)
@@ -25,6 +26,11 @@ end
 if redis.call("SISMEMBER", k.members, jobid) == 1
     or redis.call("ZSCORE", k.timeline, jobid) then
   return "placed"
+end
+if string.sub(redis.call("HGET", k.statuses, jobid) or "", 1, 4) == "STP:" then
+  -- `set JOB STOP` while held (the claim wrote WRK, the set STP): it stopped, as it
+  -- would have in its queue.
+  return "stopped"
 end
 if schedule == "NOW" then
   -- A `set NOW` made while the job was held asked for one run: this queueing is it.

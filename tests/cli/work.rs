@@ -624,7 +624,8 @@ fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
 }
 
 /// Jobs claimed ahead behind a job that turns out long go back to their queue after
-/// two seconds (for other workers), and no more are claimed behind it; all run once.
+/// two seconds (for other workers), and no more are claimed behind it; all run once,
+/// but for one stopped (`set STOP`) while it was held, which stays stopped.
 #[test]
 fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
     use redbike::worker::Outcome;
@@ -661,6 +662,14 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
         leased >= 3,
         "no jobs were claimed ahead of the long one: {leased}"
     );
+    assert_eq!(
+        t.status("b00:A").get(..4),
+        Some("WRK:"),
+        "b00 was not claimed ahead"
+    );
+    t.set("b00:A", "STOP");
+    let behind: Vec<String> = behind[1..].to_vec();
+    let all: Vec<String> = all.into_iter().filter(|id| id != "b00:A").collect();
     let mut con = t.s.con();
     // Handed back: the long job alone stays leased, the others are queued in order.
     let back = wait_until(3.5, || {
@@ -679,6 +688,11 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
     );
     assert_eq!(queued, behind);
     assert_eq!(*ran.lock().unwrap(), all, "jobs ran out of order or twice");
+    assert!(
+        t.status("b00:A").starts_with("STP:"),
+        "{}",
+        t.status("b00:A")
+    );
 }
 
 /// Stopping a busy worker of short jobs loses nothing: each job ran once or is queued
