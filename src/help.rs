@@ -95,7 +95,7 @@ QUEUES is the weighting string: A:A:B works queue A twice for each time it works
 The queue of a job is the part of its id after the last ':'.
 
 While its jobs are short (under 50 ms on average), a worker claims a few more than it \
-has free slots (up to 50 ms of work per slot, at most max(8, concurrency)), so a slot \
+has free slots (up to 50 ms of work per slot, at most max(16, concurrency)), so a slot \
 starts its next job without waiting for Redis. Such a job is leased like a running one \
 (status WRK); if it waits more than 2 s for a slot (a job in front turned out long), or \
 the worker stops, it goes back to the head of its queue, status ENQ, as if never \

@@ -51,7 +51,7 @@ pub const HOLD_AT_MOST: Duration = Duration::from_secs(2);
 const AHEAD_WORK: Duration = Duration::from_millis(50);
 /// Most jobs claimed ahead: one per slot, but at least this many, so that a `-j 1`
 /// worker of very short jobs gets several per round trip.
-const AHEAD_AT_MOST: usize = 8;
+const AHEAD_AT_MOST: usize = 16;
 /// How long outcomes may wait to be written together, while every slot has its next job
 /// claimed already: one round trip then records several jobs.
 const BATCH_FOR: Duration = Duration::from_millis(5);
