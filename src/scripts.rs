@@ -26,7 +26,7 @@ pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");
 pub static CLAIM: LazyLock<Script> = script!("claim.lua");
 /// `work`: hand back a job claimed ahead that never started.
 pub static RELEASE: LazyLock<Script> = script!("release.lua");
-/// `work`: record an outcome and reschedule.
+/// `work`: record the outcomes of a batch of runs and reschedule the jobs.
 pub static FINISH: LazyLock<Script> = script!("finish.lua");
 /// Recovery: put back a job whose worker vanished.
 pub static RECOVER: LazyLock<Script> = script!("recover.lua");

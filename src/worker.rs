@@ -339,6 +339,37 @@ impl Cycle {
     }
 }
 
+/// The replies for each of `n` outcomes from finish.lua's one reply: always `n` of
+/// them, an error for each outcome the reply does not answer (it is written again).
+fn finish_results(
+    reply: Option<redis::RedisResult<Value>>,
+    n: usize,
+) -> Vec<redis::RedisResult<Vec<Option<String>>>> {
+    let items = reply
+        .unwrap_or_else(|| Err((redis::ErrorKind::UnexpectedReturnType, "no reply").into()))
+        .and_then(|v| redis::from_redis_value::<Vec<Value>>(v).map_err(Into::into));
+    match items {
+        Ok(items) if items.len() == n => items
+            .into_iter()
+            .map(|v| redis::from_redis_value(v).map_err(Into::into))
+            .collect(),
+        Ok(items) => {
+            let e = format!("{} replies for {n} outcomes", items.len());
+            (0..n)
+                .map(|_| {
+                    Err((
+                        redis::ErrorKind::UnexpectedReturnType,
+                        "finish.lua",
+                        e.clone(),
+                    )
+                        .into())
+                })
+                .collect()
+        }
+        Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
+    }
+}
+
 /// A fresh random lease tag: 30 hex digits, as the original makes them.
 fn new_tag() -> String {
     format!("{:030x}", rand::random::<u128>() >> 8)
@@ -766,7 +797,8 @@ impl Loop {
         let claim = self.wanted();
         let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY);
         let verify = !self.unconfirmed.is_empty();
-        let writes = self.pending.len() + self.releases.len();
+        // Script calls before the claim: one for all outcomes, one per hand-back.
+        let writes = usize::from(!self.pending.is_empty()) + self.releases.len();
         if writes == 0 && claim == 0 && !poll && !verify {
             return;
         }
@@ -791,13 +823,8 @@ impl Loop {
         let now = timestamp::now();
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        let decisions: Vec<Decision> = self
-            .pending
-            .iter()
-            .map(|f| decide(f.job.schedule.as_deref(), &f.end, now, &self.settings))
-            .collect();
-        for (f, d) in self.pending.iter().zip(&decisions) {
-            pipe.invoke_script(&self.finish_invocation(f, d, now));
+        if !self.pending.is_empty() {
+            pipe.invoke_script(&self.finish_invocation(now));
         }
         // Newest first: each goes to the head of its queue, so the oldest ends up next.
         for r in self.releases.iter().rev() {
@@ -926,33 +953,37 @@ impl Loop {
         inv
     }
 
-    fn finish_invocation<'a>(
-        &self,
-        f: &Ended,
-        d: &Decision,
-        now: i64,
-    ) -> redis::ScriptInvocation<'a> {
-        let (action, due) = match d.placement {
-            Placement::Enqueue => ("enqueue", 0),
-            Placement::Timeline(ts) => ("timeline", ts),
-            Placement::Stop => ("stop", 0),
-        };
+    /// One finish.lua call for every pending outcome.
+    fn finish_invocation<'a>(&self, now: i64) -> redis::ScriptInvocation<'a> {
         let mut inv = scripts::FINISH.prepare_invoke();
-        for key in self.keys.job_keys(&f.job.id) {
-            inv.key(key);
+        inv.key(&self.keys.schedules)
+            .key(&self.keys.statuses)
+            .key(&self.keys.timeline)
+            .key(&self.keys.failures)
+            .key(&self.keys.leases);
+        for f in &self.pending {
+            let d = decide(f.job.schedule.as_deref(), &f.end, now, &self.settings);
+            let (action, due) = match d.placement {
+                Placement::Enqueue => ("enqueue", 0),
+                Placement::Timeline(ts) => ("timeline", ts),
+                Placement::Stop => ("stop", 0),
+            };
+            let q = queue_of(&f.job.id);
+            inv.key(self.keys.queue(q))
+                .key(self.keys.members(q))
+                .key(self.keys.lease(&f.job.id));
+            inv.arg(&f.job.id)
+                .arg(&f.tag)
+                .arg(f.job.schedule.as_deref().unwrap_or("\0"))
+                .arg(d.mode)
+                .arg(action)
+                .arg(due)
+                .arg(now)
+                .arg(d.store.unwrap_or(""))
+                .arg(d.failure.unwrap_or(""))
+                .arg(self.keys.queue_wake(q))
+                .arg(&self.keys.timeline_wake);
         }
-        inv.key(&self.keys.failures).key(&self.keys.leases);
-        inv.arg(&f.job.id)
-            .arg(&f.tag)
-            .arg(f.job.schedule.as_deref().unwrap_or("\0"))
-            .arg(d.mode)
-            .arg(action)
-            .arg(due)
-            .arg(now)
-            .arg(d.store.unwrap_or(""))
-            .arg(d.failure.unwrap_or(""))
-            .arg(self.keys.queue_wake(queue_of(&f.job.id)))
-            .arg(&self.keys.timeline_wake);
         inv
     }
 
@@ -988,10 +1019,12 @@ impl Loop {
     ) {
         let mut replies = replies.into_iter();
         let pending = std::mem::take(&mut self.pending);
-        for (mut f, reply) in pending.into_iter().zip(replies.by_ref()) {
-            match reply
-                .and_then(|v| redis::from_redis_value::<Vec<Option<String>>>(v).map_err(Into::into))
-            {
+        let results = match pending.is_empty() {
+            true => Vec::new(),
+            false => finish_results(replies.next(), pending.len()),
+        };
+        for (mut f, reply) in pending.into_iter().zip(results) {
+            match reply {
                 Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("changed") => {
                     // Someone set or unset the job while it ran: decide again.
                     f.job.schedule = r.get(1).cloned().flatten();
