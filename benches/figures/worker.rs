@@ -292,7 +292,7 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let mut figures = Vec::new();
     for (j, name) in std::iter::once((1, "work_noop_per_s")).chain(NOOP_HIGHER) {
         let r = inproc_run(ctx, ctx.n, j, Jobs::Noop)?;
-        let round_trips = r.evalsha.saturating_sub(ctx.n as u64);
+        let calls = r.evalsha;
         figures.push(
             Measurement::new(
                 name,
@@ -302,13 +302,14 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
                     "in-process FnWorker (closure returns Success) at -j {j} draining {} \
                      queued NOW jobs: {:.3} s from worker::run to its return with every \
                      outcome written ({:.0} jobs/s from the first job's start); all STP \
-                     after; {round_trips} claims (round trips), {:.1} jobs each; Redis ran \
+                     after; {calls} script calls (claim.lua and finish.lua, at most one of each \
+                     per round trip), {:.1} jobs each; Redis ran \
                      the scripts for {:.3} s; CPU per job: worker {:.1} µs, redis-server \
                      {:.1} µs",
                     ctx.n,
                     r.secs,
                     n / r.from_first,
-                    n / round_trips.max(1) as f64,
+                    n / calls.max(1) as f64,
                     r.script_secs,
                     1e6 * r.cpu / n,
                     1e6 * r.redis_cpu / n,
@@ -598,11 +599,12 @@ fn inproc_figure(
         "jobs/s",
         format!(
             "where the time goes: {what}, -j 2: {n} jobs in {:.3} s, {:.1} % \
-             of the bare rate around it; {} claims (round trips); CPU per job of the worker \
+             of the bare rate around it; {} script calls (claim.lua and finish.lua, at \
+             most one of each per round trip); CPU per job of the worker \
              process (the benchmark; not its children) {:.0} µs, of redis-server {:.0} µs",
             r.secs,
             100.0 * rate / bare,
-            r.evalsha.saturating_sub(n as u64),
+            r.evalsha,
             1e6 * r.cpu / n as f64,
             1e6 * r.redis_cpu / n as f64
         ),
