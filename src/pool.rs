@@ -2,7 +2,7 @@
 //!
 //! The loop adds the jobs it claims; a free slot takes the next one at once, without a
 //! round trip through the loop, and leaves how its job ended for the loop to record.
-//! The loop may claim a few jobs ahead of its free slots (see `worker::Loop::ahead`),
+//! The loop may claim a few jobs ahead of its free slots (see `Loop::wanted` in `worker.rs`),
 //! so a slot that finishes a short job starts the next while the loop talks to Redis.
 
 use std::{
