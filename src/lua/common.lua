@@ -1,21 +1,63 @@
 -- Helpers shared by the redbike scripts; scripts.rs prepends this file to each of them.
 
+-- Statuses a script collects to write in one HSET at its end (flush_statuses), or
+-- nil: each is written at once. Only for scripts that never read a status back.
+local deferred_statuses = nil
+
 -- Records a status: EVENT:UNIXSECONDS, as redbike 0.13.1 writes it.
 local function set_status(statuses, jobid, event, now)
-  redis.call("HSET", statuses, jobid, event .. ":" .. now)
+  if deferred_statuses then
+    deferred_statuses[#deferred_statuses + 1] = jobid
+    deferred_statuses[#deferred_statuses + 1] = event .. ":" .. now
+  else
+    redis.call("HSET", statuses, jobid, event .. ":" .. now)
+  end
+end
+
+-- Calls the command `head` (a table: name and leading arguments) with the items of
+-- `list` appended, in chunks of 1000 (Lua's unpack takes a few thousand values at
+-- most; 1000 is even, so field-value pairs stay whole). One call for many items is
+-- what batching saves: each redis.call has a cost of its own. Returns the replies'
+-- items in order (MGET, HMGET).
+local function chunked(head, list)
+  local out = {}
+  for i = 1, #list, 1000 do
+    local args = {unpack(head)}
+    for j = i, math.min(i + 999, #list) do
+      args[#args + 1] = list[j]
+    end
+    local reply = redis.call(unpack(args))
+    if type(reply) == "table" then
+      for _, v in ipairs(reply) do
+        out[#out + 1] = v
+      end
+    end
+  end
+  return out
+end
+
+-- Writes the statuses collected since deferred_statuses was set.
+local function flush_statuses(statuses)
+  chunked({"HSET", statuses}, deferred_statuses)
+  deferred_statuses = {}
 end
 
 -- The original's enqueue rule: never twice in a queue, never while its lease exists.
+-- `lease_gone`: the caller knows there is no lease (it just removed its own).
 -- Returns "enqueued", "queued" (already there) or "running" (leased).
-local function enqueue(queue, members, lease, statuses, jobid, now, wake)
-  if redis.call("SISMEMBER", members, jobid) == 1 then
+local function enqueue(queue, members, lease, statuses, jobid, now, wake, lease_gone)
+  if not lease_gone then
+    if redis.call("SISMEMBER", members, jobid) == 1 then
+      return "queued"
+    end
+    if redis.call("EXISTS", lease) == 1 then
+      return "running"
+    end
+  end
+  if redis.call("SADD", members, jobid) == 0 then
     return "queued"
   end
-  if redis.call("EXISTS", lease) == 1 then
-    return "running"
-  end
   redis.call("LPUSH", queue, jobid)
-  redis.call("SADD", members, jobid)
   set_status(statuses, jobid, "ENQ", now)
   if wake ~= "" then
     redis.call("PUBLISH", wake, "1")
@@ -34,10 +76,12 @@ end
 -- Wake channels may be "" when the caller publishes once for a whole batch.
 -- Puts a job where its schedule says: "enqueue", "timeline" (due at `due`) or "stop".
 -- A job is in one place only, so each placement removes it from the others.
+-- `k.lease_gone` set: the caller knows the job has no lease.
 local function place(k, jobid, action, due, now, queue_wake, timeline_wake)
   if action == "enqueue" then
     redis.call("ZREM", k.timeline, jobid)
-    return enqueue(k.queue, k.members, k.lease, k.statuses, jobid, now, queue_wake)
+    return enqueue(k.queue, k.members, k.lease, k.statuses, jobid, now, queue_wake,
+      k.lease_gone)
   elseif action == "timeline" then
     dequeue(k.queue, k.members, jobid)
     redis.call("ZADD", k.timeline, due, jobid)

@@ -25,6 +25,7 @@ const ACL_COMMANDS: &[&str] = &[
     "type",
     "scan",
     "hget",
+    "hmget",
     "hset",
     "hdel",
     "hexists",

@@ -722,3 +722,74 @@ fn a_stopped_worker_leaves_every_job_run_or_queued() {
         assert!(t.status(id).starts_with("STP:"), "{id}: {}", t.status(id));
     }
 }
+
+/// A claim and an outcome batch larger than the scripts' chunk of 1000 arguments
+/// (claim.lua and finish.lua read and write a batch's leases, statuses and schedules in
+/// one call each, in chunks) lease, run and record every job once, with its own schedule.
+#[test]
+fn batches_larger_than_a_script_chunk_are_claimed_and_recorded_whole() {
+    use redbike::worker::Outcome;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Condvar, Mutex};
+    const SLOTS: usize = 1100;
+    let t = Setup::new();
+    let all = ids("a", 1500);
+    // Two kinds of schedule, so that a schedule handed to the wrong job shows.
+    let rows: String = all
+        .iter()
+        .enumerate()
+        .map(|(i, id)| format!("{id},{}\n", ["NOW", "CONTINUE"][i % 2]))
+        .collect();
+    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let mut con = t.s.con();
+    let stored: HashMap<String, String> = con.hgetall("t-schedules").unwrap();
+    let ran = Arc::new(Mutex::new(HashMap::<String, Vec<Option<String>>>::new()));
+    let log = Arc::clone(&ran);
+    // The first SLOTS jobs wait at the gate, so they all end at about the same moment.
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let wait = Arc::clone(&gate);
+    let (shutdown, th) = in_process(&t, "A", SLOTS, move |job| {
+        log.lock()
+            .unwrap()
+            .entry(job.id.clone())
+            .or_default()
+            .push(job.schedule.clone());
+        let (open, cv) = &*wait;
+        let open = open.lock().unwrap();
+        let _ = cv.wait_timeout_while(open, Duration::from_secs(20), |o| !*o);
+        Outcome::Stop
+    });
+    let all_leased = wait_until(20.0, || con.zcard::<_, usize>("t-leases").unwrap() == SLOTS);
+    let queued_then: usize = con.llen("t-work-A").unwrap();
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
+    let done = wait_until(30.0, || {
+        let statuses: HashMap<String, String> = con.hgetall("t-statuses").unwrap();
+        statuses.values().filter(|s| s.starts_with("STP:")).count() == all.len()
+    });
+    shutdown.request();
+    th.join().unwrap().unwrap();
+    assert!(all_leased, "{SLOTS} jobs were not leased at once");
+    assert_eq!(queued_then, all.len() - SLOTS);
+    assert!(done, "not every job was recorded STP");
+    let ran = ran.lock().unwrap();
+    assert_eq!(ran.len(), all.len());
+    let wrong: Vec<_> = ran
+        .iter()
+        .filter(|(id, runs)| **runs != [stored.get(*id).cloned()])
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} ran wrongly: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    let schedules: HashMap<String, String> = con.hgetall("t-schedules").unwrap();
+    assert!(schedules.values().all(|s| s == "STOP"), "{schedules:?}");
+    let leftover: Vec<String> = con.keys("t-work-A-a*").unwrap();
+    assert!(leftover.is_empty(), "leases left: {}", leftover.len());
+    assert_eq!(con.zcard::<_, usize>("t-leases").unwrap(), 0);
+    assert_eq!(con.scard::<_, usize>("t-work-A-members").unwrap(), 0);
+    assert_eq!(con.llen::<_, usize>("t-work-A").unwrap(), 0);
+}
