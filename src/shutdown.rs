@@ -3,9 +3,12 @@
 //! registered listeners at once, so loops that wait on a channel wake immediately.
 
 use std::sync::{
-    atomic::{AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc, Mutex,
 };
+
+/// Set once a thread of [`Shutdown::install_signals`] takes the stop signals.
+static SIGNAL_THREAD: AtomicBool = AtomicBool::new(false);
 
 type Listener = Box<dyn Fn(usize) + Send>;
 
@@ -57,7 +60,14 @@ impl Shutdown {
                     }
                 }
             })?;
+        SIGNAL_THREAD.store(true, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Whether a thread of [`Shutdown::install_signals`] is there to receive the stop
+    /// signals, so that other threads may block them.
+    pub fn signal_thread_running() -> bool {
+        SIGNAL_THREAD.load(Ordering::SeqCst)
     }
 
     /// Asks every loop holding this handle to stop; returns how many requests there were.

@@ -375,18 +375,26 @@ fn new_tag() -> String {
     format!("{:030x}", rand::random::<u128>() >> 8)
 }
 
-/// Blocks SIGCHLD in the calling thread and every thread it starts from now on. Job
-/// processes exiting raise SIGCHLD; delivered to the thread that waits for a Redis reply,
-/// it can fail the socket read with EINTR (reads with a timeout are never restarted),
-/// which loses the reply of a claim that already ran. Children are unaffected: std
-/// resets the signal mask before exec.
-fn block_sigchld() {
+/// Blocks SIGCHLD, and the stop signals when a signal thread takes them (see
+/// [`Shutdown::install_signals`]), in the calling thread and every thread it starts
+/// from now on. A signal delivered to the thread that waits for a Redis reply fails
+/// the socket read with EINTR (reads with a timeout are never restarted), which loses
+/// the reply of a claim that already ran: its jobs would stay leased, unrun, until a
+/// dispatcher recovers them. Job processes exiting raise SIGCHLD; a SIGTERM is what
+/// stops a busy worker. Jobs are unaffected: they start with no signal blocked.
+fn block_signals() {
+    let mut signals = vec![libc::SIGCHLD];
+    if Shutdown::signal_thread_running() {
+        signals.extend(crate::shutdown::STOP_SIGNALS);
+    }
     // SAFETY: sigemptyset/sigaddset fill a local set; pthread_sigmask only changes this
     // thread's mask.
     unsafe {
         let mut set = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGCHLD);
+        for sig in signals {
+            libc::sigaddset(&mut set, sig);
+        }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
@@ -398,7 +406,7 @@ pub fn run(
     settings: Settings,
     shutdown: &Shutdown,
 ) -> Result<()> {
-    block_sigchld();
+    block_signals();
     let names = worker.queues();
     let keys = Keys::new(&config.prefix);
     let cycle = Cycle::new(&names, worker.as_ref(), &settings);

@@ -716,7 +716,17 @@ fn a_stopped_worker_leaves_every_job_run_or_queued() {
     let mut queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
     queued.reverse();
     let rest: Vec<String> = all.iter().filter(|id| !ran.contains(id)).cloned().collect();
-    assert_eq!(queued, rest, "{err}");
+    // Neither run nor queued: with status and lease, to tell a lost claim reply (WRK,
+    // leased) from anything else.
+    let missing: Vec<String> = rest
+        .iter()
+        .filter(|id| !queued.contains(id))
+        .map(|id| {
+            let lease: Option<String> = con.get(format!("t-work-A-{id}")).unwrap();
+            format!("{id} {} {lease:?}", t.status(id))
+        })
+        .collect();
+    assert_eq!(queued, rest, "missing: {missing:?}\n{err}");
     assert_eq!(con.zcard::<_, usize>("t-leases").unwrap(), 0);
     for id in &ran {
         assert!(t.status(id).starts_with("STP:"), "{id}: {}", t.status(id));
