@@ -3,8 +3,8 @@
 -- a job is always either queued or leased, never lost in between.
 -- Each claimed job also enters the running index (leases), scored by when it is to be
 -- recovered unless its worker refreshes it.
--- Per job only the pop and the lease are calls of their own; the members sets, the
--- running index, the statuses and the schedules are one call each for the batch.
+-- Consecutive positions of the cycle on one queue are one pop; in a batch of
+-- BATCH_FROM jobs or more, only the lease is a call of its own per job.
 -- KEYS: statuses, schedules, leases, then one (queue, members) pair per distinct queue
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
 --       recover-after time, then one lease TTL per pair, then n lease tags
@@ -16,43 +16,60 @@ for p in string.gmatch(ARGV[4], "[^,]+") do
 end
 local pairs_count = (#KEYS - 3) / 2
 local recover_at = ARGV[5]
-deferred_statuses = {}
-local out, ids, indexed, popped = {}, {}, {}, {}
+-- A batch's members-set removals, running index entries, statuses and schedule reads
+-- are one call each (tables, made only then: popped[pair], indexed, ids).
+local batch = n >= BATCH_FROM
+deferred_statuses = batch and {} or nil
+local out, popped, indexed, ids = {false}, {}, batch and {} or nil, {}
 local taken, misses = 0, 0
+
 while taken < n and misses < #cycle do
   local pair = cycle[cursor % #cycle + 1]
-  cursor = cursor + 1
+  -- The positions of the cycle from here that name this same queue (all of them for
+  -- a single queue), up to the jobs still wanted: one pop serves them all.
+  local run = 1
+  while run < n - taken and cycle[(cursor + run) % #cycle + 1] == pair do
+    run = run + 1
+  end
+  cursor = cursor + run
   local queue = KEYS[2 + 2 * pair]
-  local jobid = redis.call("RPOP", queue)
-  if jobid then
-    misses = 0
-    taken = taken + 1
-    local ttl = ARGV[5 + pair]
-    redis.call("SET", queue .. "-" .. jobid, ARGV[5 + pairs_count + taken], "EX", ttl)
+  local jobs = redis.call("RPOP", queue, run) or {}
+  if batch then
     popped[pair] = popped[pair] or {}
-    table.insert(popped[pair], jobid)
-    ids[taken] = jobid
-    indexed[#indexed + 1] = recover_at
-    indexed[#indexed + 1] = jobid
+  end
+  for _, jobid in ipairs(jobs) do
+    taken = taken + 1
+    redis.call("SET", queue .. "-" .. jobid, ARGV[5 + pairs_count + taken], "EX",
+      ARGV[5 + pair])
+    later(popped[pair], "SREM", KEYS[3 + 2 * pair], jobid)
+    later(indexed, "ZADD", KEYS[3], recover_at, jobid)
     set_status(KEYS[1], jobid, "WRK", now)
-    out[#out + 1] = jobid
-    out[#out + 1] = false
-    out[#out + 1] = pair
-  else
-    misses = misses + 1
-  end
-end
-if taken > 0 then
-  for pair = 1, pairs_count do
-    if popped[pair] then
-      chunked({"SREM", KEYS[3 + 2 * pair]}, popped[pair])
+    out[3 * taken - 1] = jobid
+    if batch then
+      ids[taken] = jobid
+      out[3 * taken] = false -- its schedule, read below for the whole batch
+    else
+      out[3 * taken] = redis.call("HGET", KEYS[2], jobid)
     end
+    out[3 * taken + 1] = pair
   end
-  chunked({"ZADD", KEYS[3]}, indexed)
-  flush_statuses(KEYS[1])
-  for i, schedule in ipairs(chunked({"HMGET", KEYS[2]}, ids)) do
-    out[3 * i - 1] = schedule
+  -- Misses: the positions since the last job taken (the queue is empty after a
+  -- short pop). A whole cycle of them and every queue is empty.
+  if #jobs > 0 then
+    misses = run - #jobs
+  else
+    misses = misses + run
   end
 end
-table.insert(out, 1, cursor % #cycle)
+if batch and taken > 0 then
+  for pair = 1, pairs_count do
+    chunked("SREM", KEYS[3 + 2 * pair], popped[pair] or {})
+  end
+  chunked("ZADD", KEYS[3], indexed)
+  flush_statuses(KEYS[1])
+  for i, schedule in ipairs(chunked("HMGET", KEYS[2], ids)) do
+    out[3 * i] = schedule
+  end
+end
+out[1] = cursor % #cycle
 return out

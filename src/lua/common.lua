@@ -1,32 +1,48 @@
 -- Helpers shared by the redbike scripts; scripts.rs prepends this file to each of them.
 
--- Statuses a script collects to write in one HSET at its end (flush_statuses), or
--- nil: each is written at once. Only for scripts that never read a status back.
+-- Statuses a script collects to write in one HSET at its end (flush_statuses), as
+-- field-value pairs, or nil: each is written at once. Only for scripts that never
+-- read a status back.
 local deferred_statuses = nil
 
 -- Records a status: EVENT:UNIXSECONDS, as redbike 0.13.1 writes it.
 local function set_status(statuses, jobid, event, now)
-  if deferred_statuses then
-    deferred_statuses[#deferred_statuses + 1] = jobid
-    deferred_statuses[#deferred_statuses + 1] = event .. ":" .. now
+  local d = deferred_statuses
+  if d then
+    local n = #d
+    d[n + 1] = jobid
+    d[n + 2] = event .. ":" .. now
   else
     redis.call("HSET", statuses, jobid, event .. ":" .. now)
   end
 end
 
--- Calls the command `head` (a table: name and leading arguments) with the items of
--- `list` appended, in chunks of 1000 (Lua's unpack takes a few thousand values at
--- most; 1000 is even, so field-value pairs stay whole). One call for many items is
--- what batching saves: each redis.call has a cost of its own. Returns the replies'
--- items in order (MGET, HMGET).
-local function chunked(head, list)
-  local out = {}
-  for i = 1, #list, 1000 do
-    local args = {unpack(head)}
-    for j = i, math.min(i + 999, #list) do
-      args[#args + 1] = list[j]
+-- Calls `command` (after `key`, unless that is false) with the items of `list` as
+-- its further arguments: one call for many items, which is what batching saves (each
+-- redis.call has a cost of its own). Lua's unpack takes a few thousand values at most,
+-- so a longer list goes in chunks of 1000 (an even number: field-value pairs stay
+-- whole). Returns the reply (for reads, MGET and HMGET, the items of all chunks'
+-- replies in order), or nil for an empty list. (Tables cost more than calls in Redis's
+-- Lua: none is made unless the list is long.)
+local function chunked(command, key, list)
+  local n = #list
+  if n == 0 then
+    return nil
+  elseif n <= 1000 then
+    if key then
+      return redis.call(command, key, unpack(list))
     end
-    local reply = redis.call(unpack(args))
+    return redis.call(command, unpack(list))
+  end
+  local out = {}
+  for i = 1, n, 1000 do
+    local last = math.min(i + 999, n)
+    local reply
+    if key then
+      reply = redis.call(command, key, unpack(list, i, last))
+    else
+      reply = redis.call(command, unpack(list, i, last))
+    end
     if type(reply) == "table" then
       for _, v in ipairs(reply) do
         out[#out + 1] = v
@@ -36,10 +52,29 @@ local function chunked(head, list)
   return out
 end
 
--- Writes the statuses collected since deferred_statuses was set.
+-- From how many jobs a call batches its writes and reads (`later`, `chunked`): below
+-- that the tables a batch needs cost Redis's Lua more than the calls they save.
+local BATCH_FROM = 4
+
+-- Adds `a` (and `b`) to `list`, to go in one call for the whole batch at the end (see
+-- chunked); without a list (a small batch), calls `command [key] a [b]` at once.
+local function later(list, command, key, a, b)
+  if list then
+    list[#list + 1] = a
+    list[#list + 1] = b
+  elseif not key then
+    redis.call(command, a)
+  elseif b == nil then
+    redis.call(command, key, a)
+  else
+    redis.call(command, key, a, b)
+  end
+end
+
+-- Writes the statuses collected since deferred_statuses was set, and stops collecting.
 local function flush_statuses(statuses)
-  chunked({"HSET", statuses}, deferred_statuses)
-  deferred_statuses = {}
+  chunked("HSET", statuses, deferred_statuses)
+  deferred_statuses = nil
 end
 
 -- The original's enqueue rule: never twice in a queue, never while its lease exists.
