@@ -17,10 +17,11 @@ end
 local pairs_count = (#KEYS - 3) / 2
 local recover_at = ARGV[5]
 -- A batch's members-set removals, running index entries, statuses and schedule reads
--- are one call each (tables, made only then: popped[pair], indexed, ids).
+-- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
 deferred_statuses = batch and {} or nil
-local out, popped, indexed, ids = {false}, {}, batch and {} or nil, {}
+local out, popped = {false}, {}
+local indexed, ids = batch and {} or nil, batch and {} or nil
 local taken, misses = 0, 0
 
 while taken < n and misses < #cycle do
@@ -63,7 +64,9 @@ while taken < n and misses < #cycle do
 end
 if batch and taken > 0 then
   for pair = 1, pairs_count do
-    chunked("SREM", KEYS[3 + 2 * pair], popped[pair] or {})
+    if popped[pair] then
+      chunked("SREM", KEYS[3 + 2 * pair], popped[pair])
+    end
   end
   chunked("ZADD", KEYS[3], indexed)
   flush_statuses(KEYS[1])
