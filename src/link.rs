@@ -85,6 +85,12 @@ impl Link {
         self.con.as_mut()
     }
 
+    /// The connection as it is, without connecting: round trips in flight on it must
+    /// be read from this same connection.
+    pub fn current(&mut self) -> Option<&mut Connection> {
+        self.con.as_mut()
+    }
+
     /// Whether the connection is new since the last call (scripts may need loading).
     pub fn take_fresh(&mut self) -> bool {
         std::mem::take(&mut self.fresh)
@@ -98,6 +104,13 @@ impl Link {
         if is_connection_error(e) || must_reconnect(e) {
             self.con = None;
         }
+        self.down(&crate::config::mask_url(&e.to_string()));
+    }
+
+    /// Reports a connection that can no longer be used, whatever the error: replies
+    /// it owes are lost, so it is dropped and connected anew with backoff.
+    pub fn lost(&mut self, e: &RedisError) {
+        self.con = None;
         self.down(&crate::config::mask_url(&e.to_string()));
     }
 

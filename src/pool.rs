@@ -67,6 +67,9 @@ pub(crate) struct State {
     idle: usize,
     /// Set when the worker is done: slots exit.
     closed: bool,
+    /// Fewer ready jobs than this and the loop should claim more (see [`Pool::take`]);
+    /// the loop moves it with the number of jobs it claims ahead.
+    pub low: usize,
 }
 
 /// The pool: its state, and a condition variable idle slots wait on.
@@ -75,17 +78,17 @@ pub(crate) struct Pool {
     state: Mutex<State>,
     /// Signalled when a job is ready or the pool closes.
     wake: Condvar,
-    /// Fewer ready jobs than this and the loop should claim more (see [`Pool::take`]).
-    low: usize,
 }
 
 impl Pool {
     /// An empty pool whose loop wants to hear when fewer than `low` jobs are ready.
     pub fn new(low: usize) -> Pool {
         Pool {
-            state: Mutex::default(),
+            state: Mutex::new(State {
+                low,
+                ..State::default()
+            }),
             wake: Condvar::new(),
-            low,
         }
     }
 
@@ -132,7 +135,7 @@ impl Pool {
                     killed: false,
                 };
                 state.running.insert(slot, running);
-                return Some((job, state.ready.len() + 1 == self.low));
+                return Some((job, state.ready.len() + 1 == state.low));
             }
             state.idle += 1;
             state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());

@@ -4,13 +4,15 @@
 //! One loop thread talks to Redis; each of the `concurrency` slots has a thread that
 //! runs one job at a time through a [`Worker`], taking claimed jobs from a pool it
 //! shares with the loop (`crate::pool`). The loop sends the outcomes of finished jobs
-//! and the next claim in one pipelined round trip, waits on a channel (jobs ended,
+//! and the next claim in one pipelined round trip, with up to two round trips in
+//! flight so that it prepares one while Redis runs the other, waits on a channel (jobs ended,
 //! wake-up from pub/sub, signal) while idle, and enforces timeouts. While jobs are
 //! short it claims a few ahead of its free slots, so a slot starts its next job without
 //! waiting for Redis. Outcomes that cannot be written during a Redis outage are kept
 //! and written when Redis is back.
 
 use std::{
+    collections::VecDeque,
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{mpsc, Arc},
     time::{Duration, Instant},
@@ -25,7 +27,7 @@ use crate::{
     keys::{queue_of, Keys},
     link::Link,
     listener::{self, Heard},
-    pool::{Ended, Pool, Ready},
+    pool::{Ended, Pool, Ready, State},
     schedule::{Placement, Schedule},
     scripts,
     shutdown::Shutdown,
@@ -51,10 +53,13 @@ pub const HOLD_AT_MOST: Duration = Duration::from_secs(2);
 const AHEAD_WORK: Duration = Duration::from_millis(50);
 /// Most jobs claimed ahead: one per slot, but at least this many, so that a `-j 1`
 /// worker of very short jobs gets several per round trip.
-const AHEAD_AT_MOST: usize = 16;
+const AHEAD_AT_MOST: usize = 32;
 /// How long outcomes may wait to be written together, while every slot has its next job
 /// claimed already: one round trip then records several jobs.
 const BATCH_FOR: Duration = Duration::from_millis(5);
+/// Round trips sent before the first is read (see `Loop::talk`): two keep both the
+/// loop and Redis busy; more would only split the same jobs into smaller batches.
+const IN_FLIGHT: usize = 2;
 
 /// A job handed to a [`Worker`].
 #[derive(Debug, Clone)]
@@ -296,12 +301,34 @@ struct Claimed {
     claimed: Instant,
 }
 
+/// A round trip sent to Redis whose replies are yet to be read.
+struct Flight {
+    /// The outcomes its finish.lua call writes (none: no call).
+    outcomes: Vec<Ended>,
+    /// The jobs its release.lua calls hand back, oldest first.
+    releases: Vec<Ready>,
+    /// The lease tags of its claim (none: no claim).
+    tags: Vec<String>,
+    /// When it was sent (the claim's leases run from about then).
+    sent: Instant,
+    /// Whether it reads the leases of the claims to confirm.
+    verify: bool,
+    /// Whether it polls (queues, control key, running index).
+    poll: bool,
+    /// The replicas its closing WAIT asks for (`wait-replicas`).
+    fence: Option<u32>,
+    /// How many replies it gets: one per command.
+    replies: usize,
+}
+
 /// The distinct queues of the cycle with their keys and lease times.
 struct Cycle {
     /// Distinct queue names.
     queues: Vec<String>,
     /// The cycle as 1-based indexes into `queues`.
     order: String,
+    /// Positions in the cycle.
+    positions: usize,
     /// Lease TTL in seconds per distinct queue.
     ttls: Vec<u64>,
     /// Timeout per distinct queue.
@@ -332,6 +359,7 @@ impl Cycle {
             .collect();
         Cycle {
             queues,
+            positions: order.len(),
             order: order.join(","),
             ttls,
             timeouts,
@@ -435,6 +463,7 @@ pub fn run(
         pending: Vec::new(),
         pending_since: None,
         releases: Vec::new(),
+        flights: VecDeque::new(),
         unconfirmed: Vec::new(),
         link: Link::new(config, "worker"),
         may_have_work: true,
@@ -500,6 +529,8 @@ struct Loop {
     pending_since: Option<Instant>,
     /// Jobs claimed ahead that are to be handed back to their queues.
     releases: Vec<Ready>,
+    /// Round trips sent whose replies are yet to be read, oldest first.
+    flights: VecDeque<Flight>,
     /// Claims whose replication was not confirmed (`wait-replicas`): run only if the
     /// master that turns out to be the master holds their lease.
     unconfirmed: Vec<Claimed>,
@@ -617,6 +648,7 @@ impl Loop {
             && self.pending.is_empty()
             && self.releases.is_empty()
             && self.unconfirmed.is_empty()
+            && self.flights.is_empty()
             && pool.running.is_empty()
             && pool.ended.is_empty()
     }
@@ -731,35 +763,50 @@ impl Loop {
     }
 
     /// How many jobs to claim now: one per free slot, plus the jobs claimed ahead while
-    /// jobs are short (up to `AHEAD_WORK` of work per slot), less those already held.
-    /// A job running longer than its predecessors (say a long one among short ones)
-    /// counts as long from the moment it outlasts them, so nothing more queues up
-    /// behind it.
+    /// jobs are short, less those already held or being claimed.
     fn wanted(&self) -> usize {
         if self.stopping || !self.may_have_work {
             return 0;
         }
-        let n = self.settings.concurrency;
         let pool = self.pool.lock();
+        let claiming: usize = self.flights.iter().map(|f| f.tags.len()).sum();
+        (self.settings.concurrency + self.ahead(&pool)).saturating_sub(
+            pool.running.len() + pool.ready.len() + self.unconfirmed.len() + claiming,
+        )
+    }
+
+    /// How many jobs to claim ahead of the free slots: enough for up to `AHEAD_WORK`
+    /// of work per slot, by the run time of recent jobs, within `AHEAD_AT_MOST` (or
+    /// one per slot). A job running longer than its predecessors (say a long one among
+    /// short ones) counts as long from the moment it outlasts them, so nothing more
+    /// queues up behind it.
+    fn ahead(&self, pool: &State) -> usize {
+        let n = self.settings.concurrency;
         let longest = pool.running.values().map(|r| r.started.elapsed()).max();
-        let ahead = match self.run_time.max(longest) {
+        match self.run_time.max(longest) {
             Some(t) if t < AHEAD_WORK && self.run_time.is_some() => {
                 let fits = AHEAD_WORK.as_nanos() * n as u128 / t.as_nanos().max(1);
                 AHEAD_AT_MOST.max(n).min(fits as usize)
             }
             _ => 0,
-        };
-        (n + ahead).saturating_sub(pool.running.len() + pool.ready.len() + self.unconfirmed.len())
+        }
+    }
+
+    /// Fewer jobs ready than this and it is time to claim more: one per slot, or half
+    /// the jobs claimed ahead, so that the slots do not run dry while Redis answers.
+    fn refill_at(&self, pool: &State) -> usize {
+        self.settings.concurrency.max(self.ahead(pool) / 2)
     }
 
     /// How much longer the outcomes to write may wait for more (`BATCH_FOR`), while
-    /// every slot has a job claimed for after its current one; `None`: write now.
+    /// enough jobs are ready (`refill_at`); `None`: write now.
     fn hold_off(&self) -> Option<Duration> {
         if self.stopping || !self.releases.is_empty() {
             return None;
         }
         let since = self.pending_since?;
-        if self.pool.lock().ready.len() < self.settings.concurrency {
+        let pool = self.pool.lock();
+        if pool.ready.len() < self.refill_at(&pool) {
             return None;
         }
         (since + BATCH_FOR).checked_duration_since(Instant::now())
@@ -770,7 +817,7 @@ impl Loop {
         let now = Instant::now();
         let up = self.link.wait().is_none();
         let to_write = self.pending_since.is_some() || !self.releases.is_empty();
-        if self.finished() {
+        if self.finished() || !self.flights.is_empty() {
             return Duration::ZERO;
         }
         if up && self.started && (self.wanted() > 0 || to_write) {
@@ -797,40 +844,61 @@ impl Loop {
         wait.min(POLL_EVERY)
     }
 
-    /// One round trip: write pending outcomes, claim jobs for free slots, and poll.
+    /// Talks to Redis: sends the next round trip when there is something to say, and
+    /// reads the replies of the oldest one in flight. Up to `IN_FLIGHT` round trips
+    /// are sent before the first is read, so that the loop builds the next one (and
+    /// the slots run jobs) while Redis runs the last; with `wait-replicas`, or claims
+    /// still to be confirmed, one at a time (their replies decide what is sent next).
     fn talk(&mut self) {
+        // Read now, unless the round trip just sent left room for another.
+        let sent = self.send();
+        let room = self.flights.len() < self.in_flight_max();
+        let wait_for_more = sent && room;
+        if !wait_for_more {
+            self.receive();
+        }
+    }
+
+    /// How many round trips may be in flight at once.
+    fn in_flight_max(&self) -> usize {
+        if self.settings.wait.is_some() || !self.unconfirmed.is_empty() {
+            1
+        } else {
+            IN_FLIGHT
+        }
+    }
+
+    /// Sends one round trip: pending outcomes, hand-backs, a claim for free slots, and
+    /// the poll when due. False if there was nothing to send or it could not be sent.
+    fn send(&mut self) -> bool {
+        if self.flights.len() >= self.in_flight_max() {
+            return false;
+        }
+        {
+            // The slots call for more jobs (`Event::Low`) at the same mark.
+            let mut pool = self.pool.lock();
+            pool.low = self.refill_at(&pool);
+        }
         if self.pending_since.is_some() && self.hold_off().is_none() {
             self.record_ended();
         }
         let claim = self.wanted();
-        let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY);
+        let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY)
+            && !self.flights.iter().any(|f| f.poll);
         let verify = !self.unconfirmed.is_empty();
         // Script calls before the claim: one for all outcomes, one per hand-back.
         let writes = usize::from(!self.pending.is_empty()) + self.releases.len();
         if writes == 0 && claim == 0 && !poll && !verify {
-            return;
+            return false;
         }
         if !poll && !verify && self.hold_off().is_some() {
-            return;
+            return false;
         }
-        if self.link.get().is_none() {
-            return;
-        }
-        if self.link.take_fresh() {
-            let Some(con) = self.link.get() else {
-                return;
-            };
-            let load = [&scripts::FINISH, &scripts::CLAIM, &scripts::RELEASE]
-                .into_iter()
-                .try_for_each(|s| s.prepare_invoke().load(con).map(drop));
-            if let Err(e) = load {
-                self.link.failed(&e);
-                return;
-            }
+        if self.flights.is_empty() && !self.connect() {
+            return false;
         }
         let now = timestamp::now();
         let mut pipe = redis::pipe();
-        pipe.ignore_errors();
         if !self.pending.is_empty() {
             pipe.invoke_script(&self.finish_invocation(now));
         }
@@ -868,34 +936,114 @@ impl Loop {
         if let Some((replicas, ms)) = fence {
             pipe.cmd("WAIT").arg(replicas).arg(ms);
         }
-        let con = match self.link.get() {
-            Some(con) => con,
-            None => return,
+        let Some(con) = self.link.current() else {
+            return false;
         };
-        let sent = Instant::now();
-        match pipe.query::<Vec<redis::RedisResult<Value>>>(con) {
-            Ok(mut replies) => {
-                if let Some((replicas, _)) = fence {
-                    if !self.acknowledged(replies.pop(), replicas) {
-                        // Hold this round's claims until a confirmed master says
-                        // whether they are real.
-                        if let Some(Ok(reply)) = replies.into_iter().nth(writes) {
-                            let claimed =
-                                (claim > 0).then(|| self.parse_claimed(reply, &tags, sent));
-                            self.unconfirmed.extend(claimed.into_iter().flatten());
-                        }
-                        return;
-                    }
-                }
-                self.link.ok();
-                self.absorb(
-                    replies,
-                    (claim > 0).then_some((&tags[..], sent)),
-                    verify,
-                    poll,
-                );
+        if let Err(e) = con.send_packed_command(&pipe.get_packed_pipeline()) {
+            self.lost(&e);
+            return false;
+        }
+        // A full claim moves the cursor by one position per job; a short one (queues
+        // ran dry) is corrected by its reply.
+        self.cursor = (self.cursor + claim) % self.cycle.positions;
+        let outcomes = std::mem::take(&mut self.pending);
+        if !outcomes.is_empty() {
+            // Outcomes that ended since are batched from now.
+            let more = !self.pool.lock().ended.is_empty();
+            self.pending_since = more.then(Instant::now);
+        }
+        self.flights.push_back(Flight {
+            outcomes,
+            releases: std::mem::take(&mut self.releases),
+            tags,
+            sent: Instant::now(),
+            verify,
+            poll,
+            fence: fence.map(|(replicas, _)| replicas),
+            replies: pipe.len(),
+        });
+        true
+    }
+
+    /// Makes sure of a connection with the scripts loaded; false while Redis is down.
+    fn connect(&mut self) -> bool {
+        if self.link.get().is_none() {
+            return false;
+        }
+        if !self.link.take_fresh() {
+            return true;
+        }
+        let Some(con) = self.link.current() else {
+            return false;
+        };
+        let load = [&scripts::FINISH, &scripts::CLAIM, &scripts::RELEASE]
+            .into_iter()
+            .try_for_each(|s| s.prepare_invoke().load(con).map(drop));
+        match load {
+            Ok(()) => true,
+            Err(e) => {
+                self.link.failed(&e);
+                false
             }
-            Err(e) => self.link.failed(&e),
+        }
+    }
+
+    /// Reads the replies of the oldest round trip in flight and applies them.
+    fn receive(&mut self) {
+        let Some(flight) = self.flights.pop_front() else {
+            return;
+        };
+        let replies = match self.link.current() {
+            Some(con) => (0..flight.replies)
+                .map(|_| con.recv_response().map(Value::extract_error))
+                .collect::<redis::RedisResult<Vec<_>>>(),
+            None => Err((redis::ErrorKind::Io, "connection dropped").into()),
+        };
+        let mut replies = match replies {
+            Ok(replies) => replies,
+            Err(e) => {
+                self.flights.push_front(flight);
+                return self.lost(&e);
+            }
+        };
+        if let Some(replicas) = flight.fence {
+            if !self.acknowledged(replies.pop(), replicas) {
+                // Hold this round's claims until a confirmed master says whether they
+                // are real; write its outcomes and hand-backs again.
+                let writes = usize::from(!flight.outcomes.is_empty()) + flight.releases.len();
+                if let Some(Ok(reply)) = replies.into_iter().nth(writes) {
+                    let claimed = (!flight.tags.is_empty())
+                        .then(|| self.parse_claimed(reply, &flight.tags, flight.sent));
+                    self.unconfirmed.extend(claimed.into_iter().flatten());
+                }
+                self.flights.push_front(Flight {
+                    tags: Vec::new(),
+                    ..flight
+                });
+                return self.ground();
+            }
+        }
+        self.link.ok();
+        self.absorb(replies, flight);
+    }
+
+    /// The connection broke with round trips in flight: their replies are lost, so
+    /// their outcomes and hand-backs are sent again (finish.lua and release.lua are
+    /// idempotent); jobs they claimed stay leased until a dispatcher recovers them.
+    fn lost(&mut self, e: &redis::RedisError) {
+        self.link.lost(e);
+        self.ground();
+    }
+
+    /// Takes the outcomes and hand-backs of all round trips in flight back, to be sent
+    /// again, ahead of those that came since.
+    fn ground(&mut self) {
+        for f in std::mem::take(&mut self.flights).into_iter().rev() {
+            self.pending.splice(0..0, f.outcomes);
+            self.releases.splice(0..0, f.releases);
+        }
+        if !self.pending.is_empty() {
+            self.pending_since.get_or_insert_with(Instant::now);
         }
     }
 
@@ -1017,21 +1165,15 @@ impl Loop {
         inv
     }
 
-    /// Applies the replies of one round trip, in the order `talk` sent the commands.
-    fn absorb(
-        &mut self,
-        replies: Vec<redis::RedisResult<Value>>,
-        claimed: Option<(&[String], Instant)>,
-        verified: bool,
-        polled: bool,
-    ) {
+    /// Applies the replies of one round trip, in the order `send` sent the commands.
+    fn absorb(&mut self, replies: Vec<redis::RedisResult<Value>>, flight: Flight) {
         let mut replies = replies.into_iter();
-        let pending = std::mem::take(&mut self.pending);
-        let results = match pending.is_empty() {
+        let outcomes = flight.outcomes;
+        let results = match outcomes.is_empty() {
             true => Vec::new(),
-            false => finish_results(replies.next(), pending.len()),
+            false => finish_results(replies.next(), outcomes.len()),
         };
-        for (mut f, reply) in pending.into_iter().zip(results) {
+        for (mut f, reply) in outcomes.into_iter().zip(results) {
             match reply {
                 Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("changed") => {
                     // Someone set or unset the job while it ran: decide again.
@@ -1055,24 +1197,27 @@ impl Loop {
                 }
             }
         }
-        let releases = std::mem::take(&mut self.releases);
-        for (r, reply) in releases.into_iter().rev().zip(replies.by_ref()) {
+        let mut failed = Vec::new();
+        for (r, reply) in flight.releases.into_iter().rev().zip(replies.by_ref()) {
             match reply.and_then(|v| redis::from_redis_value::<String>(v).map_err(Into::into)) {
                 Ok(result) => crate::log_debug!("job {} handed back: {result}", r.job.id),
                 Err(e) => {
                     crate::log_error!("job {}: cannot hand it back: {e}; retrying", r.job.id);
-                    self.releases.insert(0, r);
+                    failed.insert(0, r);
                 }
             }
         }
+        self.releases.splice(0..0, failed);
         // Jobs that ended during the round trip told the loop so (`Event::Ended`).
         if self.pending.is_empty() && self.pool.lock().ended.is_empty() {
             self.pending_since = None;
+        } else if !self.pending.is_empty() {
+            self.pending_since.get_or_insert_with(Instant::now);
         }
         // The claimed jobs start last, once a HALT in this same reply has been seen.
-        let claim_reply = claimed.and_then(|_| replies.next());
-        let leases = verified.then(|| replies.next().and_then(|r| r.ok()));
-        if polled {
+        let claim_reply = (!flight.tags.is_empty()).then(|| replies.next()).flatten();
+        let leases = flight.verify.then(|| replies.next().and_then(|r| r.ok()));
+        if flight.poll {
             self.last_poll = Some(Instant::now());
             if let Some(Ok(Value::Int(n))) = replies.next() {
                 self.may_have_work |= n > 0;
@@ -1088,10 +1233,10 @@ impl Loop {
                 }
             }
         }
-        match (claim_reply, claimed) {
-            (Some(Ok(v)), Some((tags, sent))) => self.start_claimed(v, tags, sent),
-            (Some(Err(e)), _) => crate::log_error!("claim failed: {e}"),
-            _ => {}
+        match claim_reply {
+            Some(Ok(v)) => self.start_claimed(v, &flight.tags, flight.sent),
+            Some(Err(e)) => crate::log_error!("claim failed: {e}"),
+            None => {}
         }
         if let Some(leases) = leases {
             self.start_confirmed(leases);
@@ -1111,7 +1256,11 @@ impl Loop {
             return Vec::new();
         };
         let mut items = items.into_iter();
-        if let Some(Ok(cursor)) = items.next().map(redis::from_redis_value::<usize>) {
+        let cursor = items.next().map(redis::from_redis_value::<usize>);
+        // A claim sent since started where this one was expected to end; its reply
+        // corrects the cursor in turn.
+        if let (Some(Ok(cursor)), false) = (cursor, self.flights.iter().any(|f| !f.tags.is_empty()))
+        {
             self.cursor = cursor;
         }
         let mut claimed = Vec::new();

@@ -563,6 +563,34 @@ fn in_process_worker_runs_closures() {
     assert!(runs.load(Ordering::SeqCst) >= 11);
 }
 
+/// A worker of short jobs sends its next claim before the last one's reply is back
+/// (two round trips in flight); the claims still follow the weighting exactly.
+#[test]
+fn claims_in_flight_keep_the_weighting() {
+    use redbike::worker::Outcome;
+    use std::sync::{Arc, Mutex};
+    let t = Setup::new();
+    let mut rows = String::new();
+    for i in 0..100 {
+        rows.push_str(&format!("a{i:03}x:A,NOW\na{i:03}y:A,NOW\nb{i:03}:B,NOW\n"));
+    }
+    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let order = Arc::new(Mutex::new(String::new()));
+    let seen = Arc::clone(&order);
+    let (shutdown, th) = in_process(&t, "A:A:B", 1, move |job| {
+        seen.lock().unwrap().push_str(&job.id[..1]);
+        Outcome::Success { backoff: None }
+    });
+    let until = Instant::now() + Duration::from_secs(30);
+    while order.lock().unwrap().len() < 300 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    shutdown.request();
+    th.join().unwrap().unwrap();
+    assert_eq!(*order.lock().unwrap(), "aab".repeat(100));
+}
+
 /// The jobs a worker of short jobs claimed ahead of its free slots go back to the head
 /// of their queue, in order, when it stops: as if never claimed, none lost or leased.
 #[test]
