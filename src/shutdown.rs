@@ -36,6 +36,20 @@ pub const STOP_SIGNALS: [i32; 4] = [
     signal_hook::consts::SIGQUIT,
 ];
 
+/// Blocks `signals` in the calling thread (and the threads it starts from now on).
+pub(crate) fn block_in_this_thread(signals: &[i32]) {
+    // SAFETY: sigemptyset/sigaddset fill a local set; pthread_sigmask only changes this
+    // thread's mask.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        for sig in signals {
+            libc::sigaddset(&mut set, *sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 impl Shutdown {
     /// A handle with no signal handling (for embedding and tests).
     pub fn new() -> Shutdown {
@@ -50,6 +64,12 @@ impl Shutdown {
         std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
+                // A worker's other threads block SIGCHLD (see `worker.rs`); so must
+                // this one, or every job's exit (thousands a second in a busy worker)
+                // would be delivered here, the one thread left to take it, and wake it
+                // for nothing. Blocked everywhere, it merely stays pending: jobs are
+                // reaped by pid.
+                block_in_this_thread(&[libc::SIGCHLD]);
                 for sig in signals.forever() {
                     me.inner.last_signal.store(sig, Ordering::SeqCst);
                     let n = me.request();

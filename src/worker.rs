@@ -415,16 +415,7 @@ fn block_signals() {
     if Shutdown::signal_thread_running() {
         signals.extend(crate::shutdown::STOP_SIGNALS);
     }
-    // SAFETY: sigemptyset/sigaddset fill a local set; pthread_sigmask only changes this
-    // thread's mask.
-    unsafe {
-        let mut set = std::mem::zeroed::<libc::sigset_t>();
-        libc::sigemptyset(&mut set);
-        for sig in signals {
-            libc::sigaddset(&mut set, sig);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
+    crate::shutdown::block_in_this_thread(&signals);
 }
 
 /// Runs the worker loop until HALT or a stop request and all running jobs are done.

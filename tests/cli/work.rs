@@ -310,6 +310,30 @@ fn sigterm_drains_running_jobs() {
     assert_eq!(queued, ["later:A"]);
 }
 
+/// Every thread of a worker blocks SIGCHLD, the signal thread included: otherwise each
+/// job's exit is delivered to (and wakes) the one thread that does not.
+#[test]
+fn no_thread_of_a_worker_takes_sigchld() {
+    let t = Setup::new();
+    t.set("sleep:A", "NOW");
+    let w = t.worker(&["A", "-j", "2"]);
+    assert!(t.wait_runs(1));
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", w.id())).unwrap();
+    let mut threads = Vec::new();
+    for task in tasks {
+        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap();
+        let field = |name: &str| {
+            let line = status.lines().find_map(|l| l.strip_prefix(name)).unwrap();
+            line.trim().to_string()
+        };
+        let blocked = u64::from_str_radix(&field("SigBlk:"), 16).unwrap();
+        threads.push((field("Name:"), blocked & 1 << (libc::SIGCHLD - 1) != 0));
+    }
+    t.stop(w);
+    assert!(threads.len() >= 4, "{threads:?}");
+    assert!(threads.iter().all(|(_, blocked)| *blocked), "{threads:?}");
+}
+
 #[test]
 fn halt_past_grace_stops_jobs_like_a_timeout() {
     let t = Setup::new();
