@@ -1007,10 +1007,7 @@ impl Loop {
                         .then(|| self.parse_claimed(reply, &flight.tags, flight.sent));
                     self.unconfirmed.extend(claimed.into_iter().flatten());
                 }
-                self.flights.push_front(Flight {
-                    tags: Vec::new(),
-                    ..flight
-                });
+                self.flights.push_front(flight);
                 return self.ground();
             }
         }

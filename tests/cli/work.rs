@@ -195,12 +195,10 @@ fn environment_and_arguments_reach_the_job_verbatim() {
 #[test]
 fn queues_are_worked_by_weight() {
     let t = Setup::new();
-    let mut rows = String::new();
-    for i in 0..4 {
-        rows.push_str(&format!("a{i}:A,NOW\nb{i}:B,NOW\n"));
-    }
-    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
-    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let ids: Vec<String> = (0..4)
+        .flat_map(|i| [format!("a{i}:A"), format!("b{i}:B")])
+        .collect();
+    queue_in_order(&t, &ids);
     let w = t.worker(&["A:A:B"]);
     assert!(t.wait_runs(8));
     t.stop(w);
@@ -594,12 +592,16 @@ fn claims_in_flight_keep_the_weighting() {
     use redbike::worker::Outcome;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
-    let mut rows = String::new();
-    for i in 0..100 {
-        rows.push_str(&format!("a{i:03}x:A,NOW\na{i:03}y:A,NOW\nb{i:03}:B,NOW\n"));
-    }
-    std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
-    bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    let ids: Vec<String> = (0..100)
+        .flat_map(|i| {
+            [
+                format!("a{i:03}x:A"),
+                format!("a{i:03}y:A"),
+                format!("b{i:03}:B"),
+            ]
+        })
+        .collect();
+    queue_in_order(&t, &ids);
     let order = Arc::new(Mutex::new(String::new()));
     let seen = Arc::clone(&order);
     let (shutdown, th) = in_process(&t, "A:A:B", 1, move |job| {
