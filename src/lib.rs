@@ -19,6 +19,7 @@ pub mod link;
 pub mod listener;
 pub mod loader;
 pub mod log;
+pub mod output;
 pub mod ping;
 mod pool;
 pub mod recovery;
