@@ -16,7 +16,7 @@ use crate::{
     csvio::{self, SortedCsv, SPILL_ROWS},
     dispatcher,
     error::{Error, ExitCode, Result},
-    help, jobid, loader, runner,
+    help, jobid, loader, output, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     stats,
@@ -84,6 +84,15 @@ pub struct WorkFlags {
     /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
     #[arg(long, value_enum, value_name = "WHAT")]
     pub on_failure: Option<OnFailure>,
+    /// Longest line of a job's output logged, for every queue; longer ones are cut (64 to 1048576) [default: `output-line-bytes` in the config, else 8192]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(output::LINE_BYTES))]
+    pub output_line_bytes: Option<u64>,
+    /// Lines of a run's output logged, for every queue (0 to 1000000000) [default: `output-log-lines` in the config, else 10000]
+    #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(output::LOG_LINES))]
+    pub output_log_lines: Option<u64>,
+    /// Bytes of a run's output logged, for every queue (0 to 1099511627776) [default: `output-log-bytes` in the config, else 1048576]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(output::LOG_BYTES))]
+    pub output_log_bytes: Option<u64>,
     /// The command to run per job (after `--`); the job id is appended
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -564,7 +573,18 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     if let Some(f) = flags.on_failure {
         settings.on_failure = f;
     }
-    let runner = runner::CommandWorker::new(command, queues, timeouts)?;
+    let mut output_limits = w.output_limits;
+    let mut queue_output_limits = w.queue_output_limits.clone();
+    for limits in std::iter::once(&mut output_limits).chain(queue_output_limits.values_mut()) {
+        if let Some(n) = flags.output_line_bytes {
+            // Within output::LINE_BYTES (clap checked), so it fits a usize.
+            limits.line_bytes = n as usize;
+        }
+        limits.log_lines = flags.output_log_lines.unwrap_or(limits.log_lines);
+        limits.log_bytes = flags.output_log_bytes.unwrap_or(limits.log_bytes);
+    }
+    let runner = runner::CommandWorker::new(command, queues, timeouts)?
+        .with_output_limits(output_limits, queue_output_limits);
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(false)

@@ -15,6 +15,8 @@ use chrono_tz::Tz;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
+use crate::output::{self, Limits};
+
 /// The file read when no config file is named and it exists.
 pub const DEFAULT_CONFIG_FILE: &str = ".redbike.conf";
 /// The Redis URL used when neither file nor flag names one.
@@ -87,6 +89,11 @@ pub struct WorkerSettings {
     pub on_failure: OnFailure,
     /// Seconds a failed or timed-out CONTINUE job waits before it runs again.
     pub failure_delay: u64,
+    /// What a run's output may put in the log (`output-*` keys).
+    pub output_limits: Limits,
+    /// Output limits of particular queues (`[redbike.output-limits.Q]`), the keys they
+    /// leave out taken from `output_limits`.
+    pub queue_output_limits: BTreeMap<String, Limits>,
 }
 
 /// Connection settings of `[redbike-redis]`, as redis-py takes them. Its `Debug` masks
@@ -203,6 +210,19 @@ struct RedbikeTable {
     grace_period: Option<u64>,
     on_failure: Option<OnFailure>,
     failure_delay: Option<u64>,
+    output_line_bytes: Option<u64>,
+    output_log_lines: Option<u64>,
+    output_log_bytes: Option<u64>,
+    output_limits: Option<BTreeMap<String, QueueOutputTable>>,
+}
+
+/// `[redbike.output-limits.Q]`: the output limits of queue Q.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct QueueOutputTable {
+    line_bytes: Option<u64>,
+    log_lines: Option<u64>,
+    log_bytes: Option<u64>,
 }
 
 impl Config {
@@ -263,6 +283,33 @@ impl Config {
         for secs in timeouts.values() {
             positive("redbike.timeouts", *secs)?;
         }
+        let output_limits = checked_output_limits(
+            [t.output_line_bytes, t.output_log_lines, t.output_log_bytes],
+            Limits::default(),
+            |i, message| ConfigError::Value {
+                key: [
+                    "redbike.output-line-bytes",
+                    "redbike.output-log-lines",
+                    "redbike.output-log-bytes",
+                ][i],
+                message,
+            },
+        )?;
+        let mut queue_output_limits = BTreeMap::new();
+        for (queue, q) in t.output_limits.unwrap_or_default() {
+            let limits = checked_output_limits(
+                [q.line_bytes, q.log_lines, q.log_bytes],
+                output_limits,
+                |i, why| ConfigError::Value {
+                    key: "redbike.output-limits",
+                    message: format!(
+                        "queue {queue}: {} {why}",
+                        ["line-bytes", "log-lines", "log-bytes"][i]
+                    ),
+                },
+            )?;
+            queue_output_limits.insert(queue, limits);
+        }
         Ok(Config {
             prefix: t.prefix.unwrap_or_else(|| "redbike".into()),
             timefile: t.timefile.unwrap_or_else(|| ".redbike.timefile".into()),
@@ -277,10 +324,35 @@ impl Config {
                 grace_period: t.grace_period.unwrap_or(5),
                 on_failure: t.on_failure.unwrap_or(OnFailure::Reschedule),
                 failure_delay: t.failure_delay.unwrap_or(10),
+                output_limits,
+                queue_output_limits,
             },
             source,
         })
     }
+}
+
+/// Output limits from the values given for line bytes, log lines and log bytes (in
+/// that order), each checked against its range, those not given taken from `base`;
+/// `bad(i, why)` is the error of value `i`.
+fn checked_output_limits(
+    given: [Option<u64>; 3],
+    base: Limits,
+    bad: impl Fn(usize, String) -> ConfigError,
+) -> Result<Limits, ConfigError> {
+    let ranges = [output::LINE_BYTES, output::LOG_LINES, output::LOG_BYTES];
+    let mut values = [base.line_bytes as u64, base.log_lines, base.log_bytes];
+    for (i, (value, range)) in values.iter_mut().zip(&ranges).enumerate() {
+        if let Some(v) = given[i] {
+            *value = output::check_range(v, range).map_err(|why| bad(i, why))?;
+        }
+    }
+    Ok(Limits {
+        // Within LINE_BYTES, so it fits a usize.
+        line_bytes: values[0] as usize,
+        log_lines: values[1],
+        log_bytes: values[2],
+    })
 }
 
 fn positive(key: &'static str, value: u64) -> Result<u64, ConfigError> {

@@ -78,6 +78,18 @@ in its own process group, and with the environment plus REDBIKE_JOBID, REDBIKE_Q
 REDBIKE_PREFIX, REDBIKE_SCHEDULE and REDBIKE_BACKOFF_FILE. Its output lines go to the \
 log prefixed with [JOBID].
 
+A job's output is bounded per run: a line longer than --output-line-bytes (default \
+8192) is cut there and marked <cut at N bytes>, its rest skipped; past \
+--output-log-lines lines (default 10000) or --output-log-bytes bytes (default \
+1048576) the rest is read and counted, not logged, and one line at the end of the \
+output says how much was not logged. A line more than a quarter control characters \
+(tab and CR aside) or invalid UTF-8 is logged as <N NUL bytes> or <N binary bytes>, \
+and so is a run of 4 or more such bytes in other lines. The worker holds at most one line of a job's output, \
+whatever it prints, and keeps reading, so the job never blocks on a full pipe. In the \
+config file, output-line-bytes, output-log-lines and output-log-bytes set these for the \
+worker and [redbike.output-limits.Q] (line-bytes, log-lines, log-bytes) for queue Q; \
+the flags beat both.
+
 Exit code 0 is success: the job is rescheduled from its current schedule; whole \
 seconds N written to $REDBIKE_BACKOFF_FILE put a CONTINUE job on the timeline at now + \
 N. Exit code 100 is stop: the schedule becomes STOP (status STP). Exit code 101 is \

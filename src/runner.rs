@@ -3,8 +3,9 @@
 //! The command gets the job id as its last argument, stdin from /dev/null, and the
 //! environment plus `REDBIKE_JOBID`, `REDBIKE_QUEUE`, `REDBIKE_PREFIX`,
 //! `REDBIKE_SCHEDULE` and `REDBIKE_BACKOFF_FILE`. Its output lines go to the log,
-//! prefixed with the job id. Exit codes: 0 success (a whole number of seconds written
-//! to the backoff file is a backoff), 100 stop, 101 unset, anything else a failure.
+//! prefixed with the job id, within the [`Limits`] of its queue (see `output.rs`).
+//! Exit codes: 0 success (a whole number of seconds written to the backoff file is a
+//! backoff), 100 stop, 101 unset, anything else a failure.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -22,6 +23,7 @@ use std::{
 use crate::{
     error::{Error, Result},
     guard::Guard,
+    output::{Limits, RunOutput},
     spawn::{Child, Spawner},
     worker::{Job, Outcome, Worker},
 };
@@ -48,6 +50,10 @@ pub struct CommandWorker {
     queues: Vec<String>,
     /// Timeouts of particular queues.
     timeouts: BTreeMap<String, Duration>,
+    /// What a run's output may put in the log, unless its queue has limits of its own.
+    output_limits: Limits,
+    /// Output limits of particular queues.
+    queue_output_limits: BTreeMap<String, Limits>,
     /// A private directory holding one backoff file per slot.
     backoff_dir: tempfile::TempDir,
     /// Job id and process id of running jobs by slot (each job leads its own process
@@ -87,11 +93,24 @@ impl CommandWorker {
             command,
             queues,
             timeouts,
+            output_limits: Limits::default(),
+            queue_output_limits: BTreeMap::new(),
             backoff_dir,
             pids: Mutex::new(HashMap::new()),
             guard: Guard::start()?,
             spawner,
         })
+    }
+
+    /// Sets the output limits: `limits` for every queue but those in `by_queue`.
+    pub fn with_output_limits(
+        mut self,
+        limits: Limits,
+        by_queue: BTreeMap<String, Limits>,
+    ) -> CommandWorker {
+        self.output_limits = limits;
+        self.queue_output_limits = by_queue;
+        self
     }
 
     fn backoff_file(&self, slot: usize) -> PathBuf {
@@ -144,35 +163,27 @@ fn runnable(program: &str) -> bool {
     })
 }
 
-/// The output of one job, cut into lines for the log.
+/// The output of one job on its way to the log, each line prefixed with the job id.
 struct Lines {
-    /// The job id each line is prefixed with.
+    /// The job id.
     id: String,
-    /// The line read so far.
-    partial: Vec<u8>,
+    /// The run's output so far.
+    output: RunOutput,
 }
 
 impl Lines {
-    fn feed(&mut self, mut data: &[u8]) {
-        while let Some(i) = data.iter().position(|b| *b == b'\n') {
-            self.partial.extend_from_slice(&data[..i]);
-            self.emit();
-            data = &data[i + 1..];
-        }
-        self.partial.extend_from_slice(data);
+    fn feed(&mut self, data: &[u8]) {
+        let id = &self.id;
+        self.output
+            .feed(data, &mut |line| crate::log_info!("[{id}] {line}"));
     }
 
-    fn emit(&mut self) {
-        let text = String::from_utf8_lossy(&self.partial);
-        crate::log_info!("[{}] {}", self.id, text.trim_end_matches('\r'));
-        self.partial.clear();
-    }
-
-    /// Logs the last line, if the output did not end with a newline.
-    fn finish(mut self) {
-        if !self.partial.is_empty() {
-            self.emit();
-        }
+    /// Logs the last line, if the output did not end with a newline, and what was not
+    /// logged.
+    fn finish(self) {
+        let id = &self.id;
+        self.output
+            .finish(&mut |line| crate::log_info!("[{id}] {line}"));
     }
 }
 
@@ -337,9 +348,14 @@ impl Worker for CommandWorker {
         };
         let pid = child.pid;
         self.track(job, Some(pid));
+        let limits = self
+            .queue_output_limits
+            .get(&job.queue)
+            .copied()
+            .unwrap_or(self.output_limits);
         let lines = Lines {
             id: job.id.clone(),
-            partial: Vec::new(),
+            output: RunOutput::new(limits),
         };
         follow_output(lines, reader, pid);
         wait_exited(pid);

@@ -9,6 +9,7 @@ mod harness;
 mod interop;
 mod operator;
 mod ops;
+mod output;
 mod security;
 mod soak;
 mod topology;
