@@ -176,6 +176,19 @@ struct Seen {
     peak_kib: u64,
 }
 
+impl Seen {
+    /// Asserts the worker's peak under [`PEAK_KIB`] and its log under `bytes` and `lines`.
+    fn assert_bounded(&self, bytes: u64, lines: u64) {
+        assert!(self.peak_kib < PEAK_KIB, "peak {} KiB", self.peak_kib);
+        assert!(
+            self.log_bytes < bytes && self.log_lines < lines,
+            "log of {} bytes, {} lines",
+            self.log_bytes,
+            self.log_lines
+        );
+    }
+}
+
 /// Runs flooding job `id` (a one-off) on a worker beside a quiet CONTINUE job; checks
 /// that the flood ends normally (status STP: its writer finished, exit 0), and that
 /// the quiet job ran on throughout (never 2 s without a run).
@@ -223,13 +236,7 @@ fn flood_beside_a_quiet_job(id: &str) -> Seen {
 #[test]
 fn a_long_line_of_nul_bytes_is_cut_and_counted() {
     let seen = flood_beside_a_quiet_job("zeros:A");
-    assert!(seen.peak_kib < PEAK_KIB, "peak {} KiB", seen.peak_kib);
-    assert!(
-        seen.log_bytes < 64 << 10 && seen.log_lines < 500,
-        "log of {} bytes, {} lines",
-        seen.log_bytes,
-        seen.log_lines
-    );
+    seen.assert_bounded(64 << 10, 500);
     assert_eq!(
         seen.job_lines,
         [
@@ -243,13 +250,7 @@ fn a_long_line_of_nul_bytes_is_cut_and_counted() {
 #[test]
 fn many_short_lines_stop_at_the_line_limit() {
     let seen = flood_beside_a_quiet_job("lines:A");
-    assert!(seen.peak_kib < PEAK_KIB, "peak {} KiB", seen.peak_kib);
-    assert!(
-        seen.log_bytes < 2 << 20 && seen.log_lines < 11_000,
-        "log of {} bytes, {} lines",
-        seen.log_bytes,
-        seen.log_lines
-    );
+    seen.assert_bounded(2 << 20, 11_000);
     let lines = &seen.job_lines;
     assert_eq!(lines.len(), 10_001);
     assert_eq!(lines[0], "1");
@@ -266,14 +267,8 @@ fn many_short_lines_stop_at_the_line_limit() {
 #[test]
 fn binary_noise_is_logged_compactly_up_to_the_byte_limit() {
     let seen = flood_beside_a_quiet_job("noise:A");
-    assert!(seen.peak_kib < PEAK_KIB, "peak {} KiB", seen.peak_kib);
     // 1 MiB of noise is logged as short markers (a few thousand lines of ~100 bytes).
-    assert!(
-        seen.log_bytes < 1 << 20 && seen.log_lines < 10_000,
-        "log of {} bytes, {} lines",
-        seen.log_bytes,
-        seen.log_lines
-    );
+    seen.assert_bounded(1 << 20, 10_000);
     let (summary, noise) = seen.job_lines.split_last().unwrap();
     assert!(noise.len() > 1000, "{} lines", noise.len());
     for line in noise {
