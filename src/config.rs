@@ -783,6 +783,24 @@ mod tests {
     }
 
     #[test]
+    fn queue_output_limits_fall_back_to_the_workers() {
+        let text = "[redbike]\noutput-log-bytes = 100\n[redbike.output-limits.B]\nlog-lines = 2\n";
+        let config = Config::from_file(toml::from_str(text).unwrap(), None).unwrap();
+        let w = &config.worker;
+        let worker = Limits {
+            log_bytes: 100,
+            ..Limits::default()
+        };
+        assert_eq!(w.output_limits, worker);
+        let b = Limits {
+            log_lines: 2,
+            ..worker
+        };
+        assert_eq!(w.queue_output_limits.get("B"), Some(&b));
+        assert_eq!(w.queue_output_limits.len(), 1);
+    }
+
+    #[test]
     fn wrong_type_names_key() {
         let text = "[redbike]\ndefault-timeout = \"ten\"\n";
         let e = toml::from_str::<FileConfig>(text).unwrap_err();
