@@ -16,6 +16,7 @@ use crate::{
     csvio::{self, SortedCsv, SPILL_ROWS},
     dispatcher,
     error::{Error, ExitCode, Result},
+    hazards::{self, Probe},
     help, jobid, loader, output, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
@@ -342,7 +343,13 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
         .placement(reference, config.timezone)
         .map_err(rule_error(text))?;
     let item = PlaceItem::new(id, &schedule, text, placement);
-    let placed = with_store(config, |store| store.place(&item, timestamp::now()))?;
+    let probe = Probe::of(config);
+    let placed = with_store(config, |store| {
+        hazards::before_writing(store.con, &probe, 1)?;
+        store
+            .place(&item, timestamp::now())
+            .map_err(|e| loader::written_before(e, 0, 1))
+    })?;
     print_line(&describe_placement(id, placement, placed))?;
     Ok(ExitCode::Success)
 }
@@ -505,7 +512,8 @@ fn plan_file(
 fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
     let items = plan_file(config, file, after)?;
-    let n = with_store(config, |store| loader::load(store, &items))?;
+    let probe = Probe::of(config);
+    let n = with_store(config, |store| loader::load(store, &items, &probe))?;
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }
@@ -599,7 +607,10 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());
     let mut write_error = None;
+    let probe = Probe::of(config);
+    let mut health = Err(String::new());
     let summary = with_store(config, |store| {
+        health = probe.query(store.con)?;
         let emit = |f: &check::Finding| {
             if let Err(e) = rows
                 .write_record([f.kind, &f.jobid, &f.detail])
@@ -630,6 +641,14 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
             String::new()
         },
     );
+    match health {
+        Ok(health) => {
+            for hazard in &health.hazards {
+                say!("check: redis: {hazard}");
+            }
+        }
+        Err(why) => say!("check: redis settings unchecked: cannot read INFO ({why}); allow +info"),
+    }
     Ok(if remaining > 0 {
         ExitCode::Failure
     } else {
@@ -648,8 +667,9 @@ fn cmd_stats(
         None => Vec::new(),
     };
     let opts = stats::Options { queues, scan };
+    let probe = Probe::of(config);
     let figures = with_store(config, |store| {
-        stats::collect(store, &opts, timestamp::now())
+        stats::collect(store, &opts, &probe, timestamp::now())
     })?;
     out()
         .write_all(stats::render(&figures, format).as_bytes())

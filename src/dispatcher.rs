@@ -14,6 +14,7 @@ use std::{
 use crate::{
     config::Config,
     error::{Error, Result},
+    hazards::{Probe, Watch},
     keys::Keys,
     link::Link,
     listener::{self, Heard},
@@ -100,6 +101,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut timefile_failing = false;
     let mut written = None;
     let mut recovery = Recovery::new(Settings::from_config(config));
+    let mut watch = Watch::new(config, "dispatcher");
     while !shutdown.requested() {
         if link.is_down() {
             recovery.outage_ended();
@@ -110,7 +112,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         };
         let mut store = Store { con, keys: &keys };
         if !started {
-            if let Err(e) = start(&mut store, &options.preload) {
+            if let Err(e) = start(&mut store, &options.preload, &Probe::of(config)) {
                 link_failed(&mut link, e)?;
                 continue;
             }
@@ -119,6 +121,10 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         }
         let result = pass(&mut store, point).and_then(|p| {
             recovery.tick(&mut store, p.earliest_recovery, timestamp::now())?;
+            // The Redis settings that lose jobs: at the first pass, then once a minute.
+            if watch.due() {
+                watch.check(store.con)?;
+            }
             Ok(p)
         });
         match result {
@@ -187,10 +193,10 @@ fn report_timefile(result: Result<()>, failing: &mut bool) {
 }
 
 /// Clears HALT (as the original does at start) and sets the `--schedules` jobs.
-fn start(store: &mut Store<'_>, preload: &[PlaceItem]) -> Result<()> {
+fn start(store: &mut Store<'_>, preload: &[PlaceItem], probe: &Probe) -> Result<()> {
     store.clear_control()?;
     if !preload.is_empty() {
-        let n = loader::load(store, preload)?;
+        let n = loader::load(store, preload, probe)?;
         crate::log_info!("set {n} job(s) from --schedules");
     }
     Ok(())

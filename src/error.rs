@@ -13,6 +13,9 @@ pub enum ExitCode {
     Usage = 2,
     /// Redis could not be reached (EX_UNAVAILABLE).
     Unavailable = 69,
+    /// Redis is out of memory: it refused a write, or evicted keys while a command wrote
+    /// (EX_TEMPFAIL: run the command again once Redis has room).
+    OutOfMemory = 75,
 }
 
 /// Why a command failed.
@@ -53,6 +56,33 @@ pub enum Error {
         /// The time allowed, in milliseconds.
         ms: u64,
     },
+    /// Redis refused a write for want of memory (an OOM reply, or `maxmemory` reached
+    /// under `noeviction`). The count comes from [`crate::loader::written_before`].
+    #[error(
+        "redis is out of memory ({detail}): {written} of {total} job(s) were written before it refused; free memory or raise maxmemory (README: Redis settings redbike needs), then run the command again"
+    )]
+    OutOfMemory {
+        /// Jobs written before the refusal.
+        written: usize,
+        /// Jobs the command was to write.
+        total: usize,
+        /// What Redis said or reported.
+        detail: String,
+    },
+    /// Redis evicted keys while a command wrote, and jobs written are gone.
+    #[error(
+        "redis evicted {evicted} key(s) while the jobs were written (maxmemory-policy {policy}): {missing} of {total} job(s) written have lost their schedule; set maxmemory-policy noeviction and give Redis room, then write them again and run `redbike check --repair`"
+    )]
+    Evicted {
+        /// Keys Redis evicted meanwhile (any database's).
+        evicted: u64,
+        /// The policy that evicted them.
+        policy: String,
+        /// Jobs whose schedule is missing afterwards.
+        missing: usize,
+        /// Jobs written.
+        total: usize,
+    },
     /// Reading or writing a local file (timefile, CSV, output) failed.
     #[error("{context}: {source}")]
     Io {
@@ -71,6 +101,7 @@ impl Error {
                 ExitCode::Usage
             }
             Error::Unreachable { .. } => ExitCode::Unavailable,
+            Error::OutOfMemory { .. } | Error::Evicted { .. } => ExitCode::OutOfMemory,
             Error::Redis(e) if is_connection_error(e) => ExitCode::Unavailable,
             Error::Redis(_) | Error::Io { .. } | Error::NotAcknowledged { .. } => ExitCode::Failure,
         }

@@ -27,8 +27,13 @@ JOURNAL_STREAM (under systemd), lines start with journald's priority (<3> error,
 warn, <6> info, <7> debug) instead of the timestamp.
 
 Exit codes: 0 success; 1 any other failure; 2 usage error or bad input, nothing was \
-written to Redis; 69 Redis unreachable; 128+N a dispatcher or worker ended by a second \
-signal N.
+written to Redis; 69 Redis unreachable; 75 Redis out of memory: set or load refused to \
+write into a full Redis, or Redis evicted jobs load wrote (the message says how many \
+were written); 128+N a dispatcher or worker ended by a second signal N.
+
+Redis settings that lose jobs without an error (a maxmemory-policy other than \
+noeviction, no persistence, memory near maxmemory, evicted keys) are named by ping, \
+stats and check, and logged by dispatch and work at start and when they change.
 
 Examples:
 
@@ -150,8 +155,10 @@ timeline's size, the jobs due now or earlier and how late the oldest of them is 
 (ZCARD, ZCOUNT, ZRANGE 0 0); running jobs from the lease index PREFIX-leases (ZCARD, \
 0 when absent; Python workers do not write it, so their jobs are not counted); per \
 queue its length and how long its next job has waited, from that job's ENQ status \
-(LLEN, LINDEX -1, HGET). These are cheap: a few round trips whatever the size of the \
-data.
+(LLEN, LINDEX -1, HGET); the Redis settings that can lose jobs: maxmemory-policy, \
+used memory and maxmemory, evicted keys, persistence, and each finding (INFO, and \
+CONFIG GET save as the default user). These are cheap: a few round trips whatever the \
+size of the data.
 
 Queues reported: those of --queues, else of `queues` in the config; with --scan also \
 every non-empty queue found by SCAN of PREFIX-work-*.
@@ -170,8 +177,11 @@ a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
 pub const PING: &str = "\
 Prints one line per fact, KEY: VALUE: server (host:port reached), mode (standalone, \
 sentinel or cluster), master-name (sentinel), slot (the prefix's hash slot, cluster), \
-role, version (unknown when an ACL refuses HELLO), tls (on or off), user, prefix and \
-latency_ms (median of 5 PINGs). Exit 0 when the server answered, 69 when it cannot be \
+role, version (unknown when an ACL refuses HELLO), tls (on or off), user, prefix, \
+latency_ms (median of 5 PINGs), then from INFO maxmemory-policy, memory (used, and \
+maxmemory), evicted-keys and persistence (aof, rdb, off, or unknown for an ACL user \
+with AOF off), and a warning: line for each Redis setting that can lose jobs; \
+redis-settings: unknown when INFO is refused. Exit 0 when the server answered, 69 when it cannot be \
 reached (the error says which address failed and why), 2 for bad settings.
 
 Deployments, all in [redbike-redis] (see redbike.conf.example): TLS with a rediss:// \

@@ -12,6 +12,7 @@ pub mod csvio;
 pub mod dispatcher;
 pub mod error;
 pub mod guard;
+pub mod hazards;
 pub mod help;
 pub mod jobid;
 pub mod keys;

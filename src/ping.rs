@@ -1,11 +1,19 @@
 //! `redbike ping`: one connection with the effective settings, and what it reached, to
-//! debug a deployment (TLS, ACL user, Sentinel, Cluster) in one step.
+//! debug a deployment (TLS, ACL user, Sentinel, Cluster) in one step, and the Redis
+//! settings that lose jobs (see [`crate::hazards`]).
 
 use std::{fmt, time::Instant};
 
 use redis::{Connection, Value};
 
-use crate::{config::Config, error::Result, link::CONNECT_TIMEOUT, store, topology::Topology};
+use crate::{
+    config::Config,
+    error::Result,
+    hazards::{Health, Probe},
+    link::CONNECT_TIMEOUT,
+    store,
+    topology::Topology,
+};
 
 /// PINGs sent to measure the round trip; the median is reported.
 const PINGS: usize = 5;
@@ -33,6 +41,8 @@ pub struct Report {
     pub prefix: String,
     /// Median round trip of a PING, in milliseconds.
     pub latency_ms: f64,
+    /// The Redis settings that lose jobs, or why INFO could not be read.
+    pub health: Result<Health, String>,
 }
 
 impl fmt::Display for Report {
@@ -50,7 +60,23 @@ impl fmt::Display for Report {
         writeln!(f, "tls: {}", if self.tls { "on" } else { "off" })?;
         writeln!(f, "user: {}", self.user)?;
         writeln!(f, "prefix: {}", self.prefix)?;
-        writeln!(f, "latency_ms: {:.3}", self.latency_ms)
+        writeln!(f, "latency_ms: {:.3}", self.latency_ms)?;
+        match &self.health {
+            Ok(h) => {
+                writeln!(f, "maxmemory-policy: {}", h.maxmemory_policy)?;
+                writeln!(f, "memory: {}", h.memory())?;
+                writeln!(f, "evicted-keys: {}", h.evicted_keys)?;
+                writeln!(f, "persistence: {}", h.persistence.name())?;
+                for hazard in &h.hazards {
+                    writeln!(f, "warning: {hazard}")?;
+                }
+                Ok(())
+            }
+            Err(why) => writeln!(
+                f,
+                "redis-settings: unknown: cannot read INFO ({why}); allow +info"
+            ),
+        }
     }
 }
 
@@ -74,6 +100,7 @@ pub fn ping(config: &Config) -> Result<Report> {
             .unwrap_or_else(|| "default".into()),
         prefix: config.prefix.clone(),
         latency_ms: latency_ms(&mut reached.con)?,
+        health: Probe::of(config).query(&mut reached.con)?,
     })
 }
 

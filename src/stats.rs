@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::{
     error::{Error, Result},
+    hazards::{Health, Kind, Persistence, Probe},
     keys::glob_escape,
     status::{Status, ENQ},
     store::{Scan, Store},
@@ -68,6 +69,8 @@ pub struct Stats {
     pub unparsable_statuses: Option<u64>,
     /// Lease keys `P-work-Q-JOBID` found, Python workers' included (`--scan` only).
     pub lease_keys: Option<u64>,
+    /// The Redis settings that lose jobs, from INFO (`None` when INFO is refused).
+    pub redis: Option<Health>,
 }
 
 /// Figures of `P-timeline`.
@@ -93,9 +96,10 @@ pub struct Queue {
     pub oldest_age_seconds: Option<i64>,
 }
 
-/// Reads the figures.
-pub fn collect(store: &mut Store<'_>, opts: &Options, now: i64) -> Result<Stats> {
+/// Reads the figures; `probe` reads the Redis settings (one more round trip).
+pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -> Result<Stats> {
     let mut stats = read_cheap(store, now)?;
+    stats.redis = probe.query(store.con)?.ok();
     let mut names: BTreeSet<String> = opts.queues.iter().cloned().collect();
     if opts.scan {
         let found = scan_work_keys(store)?;
@@ -142,6 +146,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64) -> Result<Stats> {
         statuses: None,
         unparsable_statuses: None,
         lease_keys: None,
+        redis: None,
     })
 }
 
@@ -334,13 +339,29 @@ fn render_text(s: &Stats) -> String {
     if let Some(n) = s.lease_keys {
         lines.push(format!("lease keys  {n} (any worker's)"));
     }
+    match &s.redis {
+        Some(h) => {
+            lines.push(format!(
+                "redis       maxmemory-policy {}, {}, {} key(s) evicted, persistence {}",
+                h.maxmemory_policy,
+                h.memory(),
+                h.evicted_keys,
+                h.persistence.name()
+            ));
+            for hazard in &h.hazards {
+                lines.push(format!("warning     {hazard}"));
+            }
+        }
+        None => lines.push("redis       settings unknown: INFO refused (allow +info)".into()),
+    }
     lines.join("\n") + "\n"
 }
 
-/// One gauge family of the exposition.
+/// One metric family of the exposition (a gauge unless `kind` says otherwise).
 struct Gauge {
     name: &'static str,
     help: &'static str,
+    kind: &'static str,
     samples: Vec<(Vec<(&'static str, String)>, i64)>,
 }
 
@@ -348,8 +369,8 @@ fn render_prometheus(s: &Stats) -> String {
     let mut out = String::new();
     for g in gauges(s).iter().filter(|g| !g.samples.is_empty()) {
         out.push_str(&format!(
-            "# HELP {} {}\n# TYPE {} gauge\n",
-            g.name, g.help, g.name
+            "# HELP {} {}\n# TYPE {} {}\n",
+            g.name, g.help, g.name, g.kind
         ));
         for (labels, value) in &g.samples {
             let labels: Vec<String> = labels
@@ -368,11 +389,13 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
     let one = |name, help, v: i64| Gauge {
         name,
         help,
+        kind: "gauge",
         samples: vec![(vec![p()], v)],
     };
     let per_queue = |name, help, f: &dyn Fn(&Queue) -> Option<i64>| Gauge {
         name,
         help,
+        kind: "gauge",
         samples: s
             .queues
             .iter()
@@ -382,9 +405,10 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
     let optional = |name, help, v: Option<u64>| Gauge {
         name,
         help,
+        kind: "gauge",
         samples: v.map(|v| (vec![p()], v as i64)).into_iter().collect(),
     };
-    vec![
+    let mut gauges = vec![
         one(
             "redbike_stats_time_seconds",
             "Unix time the figures were read.",
@@ -429,6 +453,7 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
         Gauge {
             name: "redbike_status_jobs",
             help: "Jobs per status event (needs --scan).",
+            kind: "gauge",
             samples: s
                 .statuses
                 .iter()
@@ -446,6 +471,72 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             "Lease keys of running jobs, any worker's (needs --scan).",
             s.lease_keys,
         ),
+    ];
+    gauges.extend(redis_gauges(s));
+    gauges
+}
+
+/// The Redis settings' figures; none when INFO was refused.
+fn redis_gauges(s: &Stats) -> Vec<Gauge> {
+    let Some(h) = &s.redis else {
+        return Vec::new();
+    };
+    let p = || ("prefix", s.prefix.clone());
+    let one = |name, help, v: u64| Gauge {
+        name,
+        help,
+        kind: "gauge",
+        samples: vec![(vec![p()], v as i64)],
+    };
+    let persistence = match h.persistence {
+        Persistence::Unknown => None,
+        other => Some(u64::from(other != Persistence::Off)),
+    };
+    vec![
+        one(
+            "redbike_redis_used_memory_bytes",
+            "Memory Redis uses (INFO used_memory).",
+            h.used_memory_bytes,
+        ),
+        one(
+            "redbike_redis_maxmemory_bytes",
+            "Redis maxmemory (0: no limit).",
+            h.maxmemory_bytes,
+        ),
+        Gauge {
+            name: "redbike_redis_evicted_keys_total",
+            help: "Keys Redis evicted since it started, any database's (INFO evicted_keys).",
+            kind: "counter",
+            samples: vec![(vec![p()], h.evicted_keys as i64)],
+        },
+        Gauge {
+            name: "redbike_redis_maxmemory_policy",
+            help: "Redis maxmemory-policy, as the label policy (always 1).",
+            kind: "gauge",
+            samples: vec![(vec![p(), ("policy", h.maxmemory_policy.clone())], 1)],
+        },
+        Gauge {
+            name: "redbike_redis_persistence",
+            help:
+                "1 when Redis persists (AOF or RDB save points), 0 when not; absent when unknown.",
+            kind: "gauge",
+            samples: persistence
+                .map(|v| (vec![p()], v as i64))
+                .into_iter()
+                .collect(),
+        },
+        Gauge {
+            name: "redbike_redis_hazard",
+            help: "1 when the Redis setting or figure named by kind can lose jobs.",
+            kind: "gauge",
+            samples: Kind::ALL
+                .iter()
+                .map(|k| {
+                    let on = h.hazards.iter().any(|x| x.kind == *k);
+                    (vec![p(), ("kind", k.name().to_string())], i64::from(on))
+                })
+                .collect(),
+        },
     ]
 }
 
@@ -498,6 +589,11 @@ mod tests {
             statuses: Some([("ENQ".to_string(), 3u64)].into_iter().collect()),
             unparsable_statuses: Some(0),
             lease_keys: Some(1),
+            redis: Some(Health::from_info(
+                "maxmemory_policy:allkeys-lru\r\nused_memory:950\r\nmaxmemory:1000\r\nevicted_keys:4\r\naof_enabled:0\r\n",
+                Some(""),
+                0,
+            )),
         }
     }
 

@@ -261,8 +261,10 @@ impl Store<'_> {
 
     /// Places many jobs, [`PLACE_BATCH`] per Lua call; each job is placed atomically
     /// (exactly as [`Store::place`] would), and each batch wakes dispatchers and workers
-    /// once.
-    pub fn place_many(&mut self, items: &[PlaceItem], now: i64) -> Result<()> {
+    /// once. `written` counts the jobs of the batches written so far, so that a failure
+    /// part-way can say how many are in Redis: a batch is one script call, which Redis
+    /// runs whole or (refused before its first write, e.g. OOM) not at all.
+    pub fn place_many(&mut self, items: &[PlaceItem], now: i64, written: &mut usize) -> Result<()> {
         for batch in items.chunks(PLACE_BATCH) {
             let mut inv = scripts::PLACE_MANY.prepare_invoke();
             inv.key(&self.keys.schedules)
@@ -288,6 +290,7 @@ impl Store<'_> {
                 }
             }
             let _: i64 = inv.invoke(self.con)?;
+            *written += batch.len();
             let mut pipe = redis::pipe();
             for q in queues {
                 pipe.publish(self.keys.queue_wake(q), 1).ignore();

@@ -24,6 +24,7 @@ use redis::Value;
 use crate::{
     config::OnFailure,
     error::{Error, Result},
+    hazards::Watch,
     keys::{queue_of, Keys},
     link::Link,
     listener::{self, Heard},
@@ -315,6 +316,8 @@ struct Flight {
     verify: bool,
     /// Whether it polls (queues, control key, running index).
     poll: bool,
+    /// Replies of its look at the Redis settings (0: none; see `crate::hazards`).
+    health: usize,
     /// The replicas its closing WAIT asks for (`wait-replicas`).
     fence: Option<u32>,
     /// How many replies it gets: one per command.
@@ -462,6 +465,7 @@ pub fn run(
         last_poll: None,
         started: false,
         shutdown: shutdown.clone(),
+        watch: Watch::new(config, "worker"),
     };
     let result = lp.run(config, &rx, tx);
     pool.close();
@@ -537,6 +541,8 @@ struct Loop {
     started: bool,
     /// The shutdown handle.
     shutdown: Shutdown,
+    /// Looks at the Redis settings that lose jobs, with the poll, once a minute.
+    watch: Watch,
 }
 
 impl Loop {
@@ -909,6 +915,7 @@ impl Loop {
                 .collect();
             pipe.cmd("MGET").arg(leases);
         }
+        let mut health = 0;
         if poll {
             pipe.cmd("EXISTS").arg(
                 self.cycle
@@ -918,6 +925,9 @@ impl Loop {
                     .collect::<Vec<_>>(),
             );
             pipe.get(&self.keys.control);
+            if self.watch.due() {
+                health = self.watch.add_to(&mut pipe);
+            }
             self.refresh_running(&mut pipe, now);
         }
         let fence = self
@@ -950,6 +960,7 @@ impl Loop {
             sent: Instant::now(),
             verify,
             poll,
+            health,
             fence: fence.map(|(replicas, _)| replicas),
             replies: pipe.len(),
         });
@@ -1219,6 +1230,9 @@ impl Loop {
                 {
                     self.begin_stop("on HALT");
                 }
+            }
+            if flight.health > 0 {
+                self.watch.read(&mut replies);
             }
         }
         match claim_reply {

@@ -80,7 +80,8 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
         keys: &keys,
     };
     let t = Instant::now();
-    loader::load(&mut store, &items)?;
+    let probe = redbike::hazards::Probe::default();
+    loader::load(&mut store, &items, &probe)?;
     let write = t.elapsed().as_secs_f64();
     Ok(vec![
         Measurement::new(

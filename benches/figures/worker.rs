@@ -133,7 +133,7 @@ fn queue_now_jobs(ctx: &Ctx, prefix: &str, n: usize) -> Result<()> {
         con: &mut con,
         keys: &keys,
     }
-    .place_many(&items, redbike::timestamp::now())?;
+    .place_many(&items, redbike::timestamp::now(), &mut 0)?;
     ensure_count("jobs in queue A", con.llen(keys.queue("A"))?, n)
 }
 

@@ -6,6 +6,7 @@ mod deploy;
 mod dispatch;
 mod faults;
 mod harness;
+mod hazards;
 mod interop;
 mod operator;
 mod ops;

@@ -61,8 +61,16 @@ fn json_with_scan_has_every_figure() {
     let s = RedisServer::start();
     let d = workdir();
     populate(&s, &d);
-    let got = stats_json(&s, &d, &["--scan", "--queues", "A:C:A"]);
+    let mut got = stats_json(&s, &d, &["--scan", "--queues", "A:C:A"]);
     let t = got["time"].as_i64().unwrap();
+    // The Redis settings (tests/cli/hazards.rs covers them): a server of the harness
+    // has no persistence and no maxmemory.
+    let redis = got.as_object_mut().unwrap().remove("redis").unwrap();
+    assert_eq!(redis["maxmemory_policy"], "noeviction");
+    assert_eq!(redis["maxmemory_bytes"], 0);
+    assert_eq!(redis["evicted_keys"], 0);
+    assert_eq!(redis["persistence"], "off");
+    assert_eq!(redis["hazards"][0]["kind"], "no-persistence");
     assert!((t - now()).abs() <= 5);
     let expected = json!({
         "prefix": "t",
@@ -122,8 +130,18 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
     }
     let seen = commands_seen(&s);
     assert!(seen.contains("llen") && seen.contains("zcount"), "{seen:?}");
+    // INFO and CONFIG GET save read the Redis settings (one round trip).
     let cheap = [
-        "hlen", "get", "zcard", "zcount", "zrange", "llen", "lindex", "hget",
+        "hlen",
+        "get",
+        "zcard",
+        "zcount",
+        "zrange",
+        "llen",
+        "lindex",
+        "hget",
+        "info",
+        "config|get",
     ];
     // Connection set-up and this test's own INFO and CONFIG.
     let setup = [
@@ -149,6 +167,14 @@ fn queues_come_from_the_config_and_text_reads_well() {
     populate(&s, &d);
     std::fs::write(path(&d, ".redbike.conf"), "[redbike]\nqueues = \"B:A:B\"\n").unwrap();
     let out = bike(&s, d.path()).args(["stats"]).ok();
+    // The Redis settings' lines (their figures vary; tests/cli/hazards.rs checks them).
+    let (redis, out): (Vec<&str>, Vec<&str>) = out
+        .lines()
+        .partition(|l| l.starts_with("redis ") || l.starts_with("warning "));
+    assert_eq!(redis.len(), 2, "{redis:?}");
+    assert!(redis[0].ends_with(" used, no maxmemory, 0 key(s) evicted, persistence off"));
+    assert!(redis[1].starts_with("warning     no persistence: "));
+    let out = out.join("\n") + "\n";
     let t: i64 = out
         .lines()
         .find_map(|l| l.strip_prefix("time        "))
@@ -230,10 +256,12 @@ fn parse_exposition(text: &str) -> BTreeMap<Series, f64> {
                 done.insert(prev);
             }
         } else if let Some(rest) = line.strip_prefix("# TYPE ") {
-            assert_eq!(
-                Some(rest),
-                current.as_ref().map(|n| format!("{n} gauge")).as_deref()
-            );
+            // Counters end in _total; everything else is a gauge.
+            let kind = |n: &String| match n.ends_with("_total") {
+                true => format!("{n} counter"),
+                false => format!("{n} gauge"),
+            };
+            assert_eq!(Some(rest), current.as_ref().map(kind).as_deref());
             typed.insert(current.clone().unwrap(), true);
         } else {
             let (series, value) = line.rsplit_once(' ').expect("name{labels} value");
@@ -283,10 +311,15 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
             "A:C",
         ])
         .ok();
-    let got = parse_exposition(&out);
+    let mut got = parse_exposition(&out);
     let t = got[&series("redbike_stats_time_seconds", &[])] as i64;
+    let used = got
+        .remove(&series("redbike_redis_used_memory_bytes", &[]))
+        .unwrap();
+    assert!(used > 0.0);
     let q = |name: &str, queue: &str| series(name, &[("queue", queue)]);
     let ev = |event: &str| series("redbike_status_jobs", &[("event", event)]);
+    let hazard = |kind: &str| series("redbike_redis_hazard", &[("kind", kind)]);
     let expected: BTreeMap<Series, f64> = [
         (series("redbike_stats_time_seconds", &[]), t),
         (series("redbike_halted", &[]), 1),
@@ -315,6 +348,20 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
         (ev("WRK"), 1),
         (series("redbike_unparsable_statuses", &[]), 1),
         (series("redbike_lease_keys", &[]), 1),
+        (series("redbike_redis_maxmemory_bytes", &[]), 0),
+        (series("redbike_redis_evicted_keys_total", &[]), 0),
+        (
+            series(
+                "redbike_redis_maxmemory_policy",
+                &[("policy", "noeviction")],
+            ),
+            1,
+        ),
+        (series("redbike_redis_persistence", &[]), 0),
+        (hazard("eviction-policy"), 0),
+        (hazard("no-persistence"), 1),
+        (hazard("memory-near-limit"), 0),
+        (hazard("keys-evicted"), 0),
     ]
     .into_iter()
     .map(|(k, v)| (k, v as f64))
