@@ -119,12 +119,13 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             spawn_listener(config, &keys, shutdown, wake_tx.clone())?;
             started = true;
         }
-        let result = pass(&mut store, point).and_then(|p| {
+        // The Redis settings that lose jobs: before the first pass, then once a minute.
+        let looked = match watch.due() {
+            true => watch.check(store.con),
+            false => Ok(()),
+        };
+        let result = looked.and_then(|()| pass(&mut store, point)).and_then(|p| {
             recovery.tick(&mut store, p.earliest_recovery, timestamp::now())?;
-            // The Redis settings that lose jobs: at the first pass, then once a minute.
-            if watch.due() {
-                watch.check(store.con)?;
-            }
             Ok(p)
         });
         match result {
