@@ -351,7 +351,7 @@ impl Probe {
 }
 
 /// Before a one-shot command writes `total` jobs: refuses (nothing written) when Redis
-/// is full under `noeviction`, and warns when its policy may delete what is written.
+/// is full (see [`Health::full`]), and warns when its policy may delete what is written.
 /// Returns what it read, for [`after_writing`]; `None` when INFO is refused.
 pub fn before_writing(con: &mut Connection, probe: &Probe, total: usize) -> Result<Option<Health>> {
     let Ok(health) = probe.query(con)? else {
@@ -390,7 +390,7 @@ pub fn full_now(con: &mut Connection) -> Result<Option<String>> {
 
 /// After a one-shot command wrote the jobs `ids` under a policy that may delete any key:
 /// if Redis evicted keys meanwhile, counts the jobs whose schedule is gone (an error
-/// when any is). Costs one INFO when nothing was evicted.
+/// when any is). Costs one more look when nothing was evicted.
 pub fn after_writing(
     store: &mut Store<'_>,
     probe: &Probe,
