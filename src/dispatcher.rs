@@ -52,28 +52,32 @@ pub struct Pass {
     pub halted: bool,
     /// The earliest recovery time in the running index, if any job is running.
     pub earliest_recovery: Option<i64>,
+    /// Of the deferred, jobs whose queue's keys hold other types (`redbike check`
+    /// names them): they wait on the timeline rather than fail the pass.
+    pub odd: usize,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches.
 pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        let (taken, enqueued, deferred, halted, lease): (usize, usize, usize, i64, Option<f64>) =
-            scripts::DISPATCH
-                .key(&store.keys.timeline)
-                .key(&store.keys.statuses)
-                .key(&store.keys.control)
-                .key(&store.keys.leases)
-                .arg(&store.keys.prefix)
-                .arg(point)
-                .arg(BATCH)
-                .arg(timestamp::now())
-                .invoke(store.con)?;
+        type Reply = (usize, usize, usize, i64, Option<f64>, usize);
+        let (taken, enqueued, deferred, halted, lease, odd): Reply = scripts::DISPATCH
+            .key(&store.keys.timeline)
+            .key(&store.keys.statuses)
+            .key(&store.keys.control)
+            .key(&store.keys.leases)
+            .arg(&store.keys.prefix)
+            .arg(point)
+            .arg(BATCH)
+            .arg(timestamp::now())
+            .invoke(store.con)?;
         total.taken += taken;
         total.enqueued += enqueued;
         total.deferred += deferred;
         total.halted = halted == 1;
         total.earliest_recovery = lease.map(|t| t as i64);
+        total.odd += odd;
         if taken < BATCH {
             return Ok(total);
         }
@@ -100,6 +104,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut started = false;
     let mut timefile_failing = false;
     let mut written = None;
+    let mut odd_logged = false;
     let mut recovery = Recovery::new(Settings::from_config(config));
     let mut watch = Watch::new(config, "dispatcher");
     while !shutdown.requested() {
@@ -132,6 +137,17 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             Ok(p) => {
                 link.ok();
                 log_pass(&p, point);
+                if (p.odd > 0) != odd_logged {
+                    odd_logged = p.odd > 0;
+                    if odd_logged {
+                        crate::log_warn!(
+                            "{} due job(s) wait on the timeline: their queue's keys hold other types than redbike's; `redbike check` names them",
+                            p.odd
+                        );
+                    } else {
+                        crate::log_info!("no due job waits for its queue's keys any more");
+                    }
+                }
                 if written != Some(point) {
                     report_timefile(
                         timefile::write(&config.timefile, point),

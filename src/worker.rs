@@ -1148,7 +1148,10 @@ impl Loop {
             .key(&self.keys.schedules)
             .key(&self.keys.leases);
         for q in &self.cycle.queues {
-            inv.key(self.keys.queue(q)).key(self.keys.members(q));
+            // The lease of job `q` (an id without ':' is its own queue), checked too.
+            inv.key(self.keys.queue(q))
+                .key(self.keys.members(q))
+                .key(self.keys.lease(q));
         }
         inv.arg(now)
             .arg(tags.len())

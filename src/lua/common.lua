@@ -139,3 +139,48 @@ local function job_keys()
   return {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
           queue = KEYS[4], members = KEYS[5], lease = KEYS[6]}
 end
+
+-- Redis does not roll a script back when a command fails half-way, so each script
+-- checks first whatever could fail: the type of every key it touches, and the numbers
+-- it is given. `list` holds key, type, key, type...; a missing key is fine. `seen`
+-- (optional) remembers the keys checked so far in this call. Returns an error reply
+-- naming the first key of another type (the script returns it before any write), or
+-- nil.
+local function wrong_type(list, seen)
+  for i = 1, #list, 2 do
+    local key, want = list[i], list[i + 1]
+    if not (seen and seen[key]) then
+      local t = redis.call("TYPE", key)["ok"]
+      if t ~= want and t ~= "none" then
+        return redis.error_reply("WRONGTYPE key " .. key .. " holds a " .. t ..
+          " where redbike keeps a " .. want .. "; nothing was changed; see `redbike check`")
+      end
+      if seen then
+        seen[key] = true
+      end
+    end
+  end
+  return nil
+end
+
+-- The latest instant redbike accepts (9999-12-31T23:59:59Z), and the longest lease.
+local MAX_UNIX = 253402300799
+local MAX_TTL = 2147483647
+
+-- An error reply unless `value` is a whole number in lo..hi (the caller bounds its
+-- inputs; this keeps a script from failing half-way on a number that slipped past).
+local function bad_number(value, lo, hi, what)
+  local n = tonumber(value)
+  if not n or n ~= math.floor(n) or n < lo or n > hi then
+    return redis.error_reply("ERR " .. what .. " " .. tostring(value) ..
+      " is not a whole number in " .. string.format("%d..%d", lo, hi) ..
+      "; nothing was changed")
+  end
+  return nil
+end
+
+-- The lease key of a job id without ':' (its own queue) can be another queue's list
+-- (job A's lease is the list of queue A-A): its type is checked like the others.
+local function own_queue(jobid)
+  return not string.find(jobid, ":", 1, true)
+end

@@ -8,17 +8,23 @@
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
 -- second, so a run placed while it ran is not lost (0.13.1 drops it); a job already in
 -- its queue leaves the timeline (it is in one place only).
--- Returns {taken, enqueued, deferred (running), halted 0/1, earliest recovery or false}
+-- Returns {taken, enqueued, deferred (running, or its queue's keys of another type),
+-- halted 0/1, earliest recovery or false, deferred for their queue's keys' types}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
+local seen = {}
+local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset"},
+  seen)
+if bad then
+  return bad
+end
 local halted = redis.call("GET", KEYS[3]) == "HALT" and 1 or 0
 local lease = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")[2] or false
 local first = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
 if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease}
+  return {0, 0, 0, halted, lease, 0}
 end
 local due = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
-redis.call("ZREM", timeline, unpack(due))
 -- Group by queue (the part after the last ':'), keeping due order.
 local groups, order = {}, {}
 for _, jobid in ipairs(due) do
@@ -29,7 +35,8 @@ for _, jobid in ipairs(due) do
   end
   table.insert(groups[q], jobid)
 end
-local enqueued, deferred = 0, 0
+redis.call("ZREM", timeline, unpack(due))
+local enqueued, deferred, odd = 0, 0, 0
 local retry = tonumber(now) + 1
 for _, q in ipairs(order) do
   local jobs = groups[q]
@@ -39,13 +46,17 @@ for _, q in ipairs(order) do
   for i, jobid in ipairs(jobs) do
     leases[i] = queue .. "-" .. jobid
   end
-  local queued = redis.call("SMISMEMBER", members, unpack(jobs))
-  local leased = redis.call("MGET", unpack(leases))
+  -- A queue whose keys hold other types (see `redbike check`) would fail mid-way: its
+  -- jobs wait on the timeline, due again in a second, while the other queues go on.
+  local odd_queue = wrong_type({queue, "list", members, "set"})
+  local queued = odd_queue and {} or redis.call("SMISMEMBER", members, unpack(jobs))
+  local leased = odd_queue and {} or redis.call("MGET", unpack(leases))
   local push, st = {}, {}
   for i, jobid in ipairs(jobs) do
-    if leased[i] then
+    if odd_queue or leased[i] then
       redis.call("ZADD", timeline, retry, jobid)
       deferred = deferred + 1
+      odd = odd + (odd_queue and 1 or 0)
     elseif queued[i] == 0 then
       push[#push + 1] = jobid
       st[#st + 1] = jobid
@@ -60,4 +71,4 @@ for _, q in ipairs(order) do
     enqueued = enqueued + #push
   end
 end
-return {#due, enqueued, deferred, halted, lease}
+return {#due, enqueued, deferred, halted, lease, odd}

@@ -101,6 +101,20 @@ local function finish(k, lease, current, jobid, tag, expected, mode, action, due
   return {result}
 end
 
+-- Everything that could fail, for every job, before the first write. (Leases are read
+-- with MGET, which takes a key of any type: only the holder of a lease deletes it.)
+local seen = {}
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash",
+  KEYS[5], "zset"}, seen)
+for i = 0, jobs - 1 do
+  bad = bad or wrong_type({KEYS[6 + 3 * i], "list", KEYS[7 + 3 * i], "set"}, seen)
+    or (ARGV[11 * i + 5] == "timeline"
+      and bad_number(ARGV[11 * i + 6], 0, MAX_UNIX, "due time"))
+end
+if bad then
+  return bad
+end
+
 -- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil
 if batch then
@@ -125,7 +139,7 @@ for i = 0, jobs - 1 do
   if batch then
     lease, current = leases[i + 1], schedules[i + 1]
   else
-    lease = redis.call("GET", k.lease)
+    lease = redis.call("MGET", k.lease)[1]
     current = redis.call("HGET", k.schedules, ARGV[a + 1])
   end
   out[i + 1] = finish(k, lease, current, ARGV[a + 1], ARGV[a + 2],

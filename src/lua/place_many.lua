@@ -5,6 +5,22 @@
 --       instead when it is running
 -- Wake-ups are published by the caller, once per batch.
 local prefix, now = ARGV[1], ARGV[2]
+-- Everything that could fail, for the whole batch, before the first write.
+local seen = {}
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset"}, seen)
+for i = 3, #ARGV, 5 do
+  if bad then
+    return bad
+  end
+  local jobid = ARGV[i]
+  local queue = prefix .. "-work-" .. string.match(jobid, "([^:]*)$")
+  bad = wrong_type({queue, "list", queue .. "-members", "set"}, seen)
+    or (own_queue(jobid) and wrong_type({queue .. "-" .. jobid, "string"}))
+    or (ARGV[i + 2] == "timeline" and bad_number(ARGV[i + 3], 0, MAX_UNIX, "due time"))
+end
+if bad then
+  return bad
+end
 for i = 3, #ARGV, 5 do
   local jobid = ARGV[i]
   local queue = prefix .. "-work-" .. string.match(jobid, "([^:]*)$")

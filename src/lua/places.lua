@@ -8,7 +8,10 @@ for i = 2, #ARGV do
   local jobid = ARGV[i]
   local queue = ARGV[1] .. "-work-" .. string.match(jobid, "([^:]*)$")
   out[#out + 1] = redis.call("ZSCORE", KEYS[1], jobid) and 1 or 0
-  out[#out + 1] = redis.call("SISMEMBER", queue .. "-members", jobid)
+  -- A members key of another type (a colliding queue name) reads as "not queued";
+  -- `check` reports the key itself.
+  local member = redis.pcall("SISMEMBER", queue .. "-members", jobid)
+  out[#out + 1] = member == 1 and 1 or 0
   out[#out + 1] = redis.call("EXISTS", queue .. "-" .. jobid)
   out[#out + 1] = redis.call("HGET", KEYS[2], jobid)
 end

@@ -13,6 +13,13 @@ k.failures = KEYS[7]
 k.leases = KEYS[8]
 local jobid, how, expected = ARGV[1], ARGV[2], ARGV[3]
 local action, due, now, store = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
+  k.queue, "list", k.members, "set", k.lease, "string", k.failures, "hash",
+  k.leases, "zset"})
+  or (action == "timeline" and bad_number(due, 0, MAX_UNIX, "due time"))
+if bad then
+  return bad
+end
 if how == "index" then
   local at = redis.call("ZSCORE", k.leases, jobid)
   if not at or tonumber(at) > tonumber(now) then

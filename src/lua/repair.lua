@@ -8,6 +8,11 @@
 local schedules, statuses, timeline, queue, members, lease, failures =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local op, jobid, dry = ARGV[1], ARGV[2], ARGV[5] == "dry"
+local bad = wrong_type({schedules, "hash", statuses, "hash", timeline, "zset", queue, "list",
+  members, "set", lease, "string", failures, "hash"})
+if bad then
+  return bad
+end
 local scheduled = redis.call("HEXISTS", schedules, jobid) == 1
 local in_list = redis.call("LPOS", queue, jobid)
 local member = redis.call("SISMEMBER", members, jobid) == 1

@@ -12,7 +12,9 @@ for i = 1, #page, 2 do
   local jobid, schedule = page[i], page[i + 1]
   if schedule ~= "STOP" and not redis.call("ZSCORE", KEYS[2], jobid) then
     local queue = ARGV[1] .. "-work-" .. string.match(jobid, "([^:]*)$")
-    if redis.call("SISMEMBER", queue .. "-members", jobid) == 0
+    -- pcall: a members key of another type (see `redbike check`) leaves the job out,
+    -- as nothing could put it back into that queue.
+    if redis.pcall("SISMEMBER", queue .. "-members", jobid) == 0
         and redis.call("EXISTS", queue .. "-" .. jobid) == 0 then
       local status = redis.call("HGET", KEYS[3], jobid) or ""
       local event = string.sub(status, 1, 3)

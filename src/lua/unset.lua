@@ -4,6 +4,11 @@
 -- KEYS: schedules, statuses, timeline, queue, members, failures
 -- ARGV: jobid
 local jobid = ARGV[1]
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "list",
+  KEYS[5], "set", KEYS[6], "hash"})
+if bad then
+  return bad
+end
 local found = redis.call("HDEL", KEYS[1], jobid)
 redis.call("HDEL", KEYS[2], jobid)
 redis.call("HDEL", KEYS[6], jobid)

@@ -15,3 +15,4 @@ mod security;
 mod soak;
 mod topology;
 mod work;
+mod wrong_type;
