@@ -17,7 +17,7 @@ use crate::{
     dispatcher,
     error::{Error, ExitCode, Result},
     hazards::{self, Probe},
-    help, jobid, loader, output, runner,
+    help, jobid, limits, loader, output, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     stats,
@@ -73,14 +73,18 @@ pub struct Cli {
 pub struct WorkFlags {
     /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
     pub queues: Option<String>,
-    /// Jobs run at once [default: `concurrency` in the config, else 1]
-    #[arg(short = 'j', long, value_name = "N")]
+    /// Jobs run at once, 1..=1024 [default: `concurrency` in the config, else 1]
+    #[arg(short = 'j', long, value_name = "N", value_parser = limits::arg::concurrency,
+          allow_negative_numbers = true)]
     pub concurrency: Option<usize>,
-    /// Seconds a job may run, for every queue [default: per-queue `timeouts`, else `default-timeout`]
-    #[arg(long, value_name = "SECS")]
+    /// Seconds a job may run, for every queue, 1..=31536000 (a year) [default: per-queue
+    /// `timeouts`, else `default-timeout`]
+    #[arg(long, value_name = "SECS", value_parser = limits::arg::timeout,
+          allow_negative_numbers = true)]
     pub timeout: Option<u64>,
-    /// Seconds between SIGTERM and SIGKILL when a job is stopped [default: 5]
-    #[arg(long, value_name = "SECS")]
+    /// Seconds between SIGTERM and SIGKILL when a job is stopped, 1..=86400 [default: 5]
+    #[arg(long, value_name = "SECS", value_parser = limits::arg::grace,
+          allow_negative_numbers = true)]
     pub grace: Option<u64>,
     /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
     #[arg(long, value_enum, value_name = "WHAT")]
@@ -172,8 +176,9 @@ pub enum Command {
     Next {
         /// The schedule
         schedule: String,
-        /// How many run times
-        #[arg(short = 'n', long, default_value_t = 5, value_name = "COUNT")]
+        /// How many run times, 1..=100000
+        #[arg(short = 'n', long, default_value_t = 5, value_name = "COUNT",
+              value_parser = limits::arg::count, allow_negative_numbers = true)]
         count: usize,
         /// Start after this instant [default: now]
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
@@ -550,18 +555,12 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     } else {
         flags.command
     };
-    let secs = |what: &str, v: u64| {
-        if v == 0 {
-            Err(Error::Input(format!("{what} must be at least 1 second")))
-        } else {
-            Ok(Duration::from_secs(v))
-        }
-    };
+    // The flags' ranges were checked by clap (limits::arg), the config's by Config.
     let timeouts = match flags.timeout {
         Some(t) => queues
             .iter()
-            .map(|q| Ok((q.clone(), secs("--timeout", t)?)))
-            .collect::<Result<_>>()?,
+            .map(|q| (q.clone(), Duration::from_secs(t)))
+            .collect(),
         None => w
             .timeouts
             .iter()
@@ -572,11 +571,8 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     if let Some(n) = flags.concurrency {
         settings.concurrency = n;
     }
-    if settings.concurrency == 0 {
-        return Err(Error::Input("--concurrency must be at least 1".into()));
-    }
     if let Some(g) = flags.grace {
-        settings.grace = secs("--grace", g)?;
+        settings.grace = Duration::from_secs(g);
     }
     if let Some(f) = flags.on_failure {
         settings.on_failure = f;

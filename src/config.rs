@@ -12,6 +12,8 @@ use std::{
 };
 
 use chrono_tz::Tz;
+
+use crate::limits;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
@@ -276,12 +278,48 @@ impl Config {
                 ),
             })?,
         };
-        let default_timeout = positive("redbike.default-timeout", t.default_timeout.unwrap_or(10))?;
-        let concurrency =
-            positive("redbike.concurrency", t.concurrency.unwrap_or(1) as u64)? as usize;
+        let default_timeout = in_range(
+            "redbike.default-timeout",
+            limits::TIMEOUT,
+            t.default_timeout.unwrap_or(10),
+        )?;
+        let concurrency = in_range(
+            "redbike.concurrency",
+            limits::CONCURRENCY,
+            t.concurrency.unwrap_or(1),
+        )? as usize;
         let timeouts = t.timeouts.unwrap_or_default();
         for secs in timeouts.values() {
-            positive("redbike.timeouts", *secs)?;
+            in_range("redbike.timeouts", limits::TIMEOUT, *secs)?;
+        }
+        let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
+        for (key, name) in queue_names
+            .map(|q| ("redbike.queues", q))
+            .chain(timeouts.keys().map(|q| ("redbike.timeouts", q.as_str())))
+        {
+            if let Some(why) = crate::keys::queue_collision(name) {
+                return Err(ConfigError::Value {
+                    key,
+                    message: format!("queue name {name:?} cannot be used: {why}"),
+                });
+            }
+        }
+        let grace_period = in_range(
+            "redbike.grace-period",
+            limits::GRACE,
+            t.grace_period.unwrap_or(5),
+        )?;
+        let failure_delay = in_range(
+            "redbike.failure-delay",
+            limits::FAILURE_DELAY,
+            t.failure_delay.unwrap_or(10),
+        )?;
+        let redis = &file.redis;
+        if let Some(n) = redis.wait_replicas {
+            in_range("redbike-redis.wait-replicas", limits::WAIT_REPLICAS, n)?;
+        }
+        if let Some(ms) = redis.wait_timeout_ms {
+            in_range("redbike-redis.wait-timeout-ms", limits::WAIT_TIMEOUT_MS, ms)?;
         }
         let output_limits = checked_output_limits(
             [t.output_line_bytes, t.output_log_lines, t.output_log_bytes],
@@ -321,9 +359,9 @@ impl Config {
                 command: t.command.unwrap_or_default(),
                 concurrency,
                 timeouts,
-                grace_period: t.grace_period.unwrap_or(5),
+                grace_period,
                 on_failure: t.on_failure.unwrap_or(OnFailure::Reschedule),
-                failure_delay: t.failure_delay.unwrap_or(10),
+                failure_delay,
                 output_limits,
                 queue_output_limits,
             },
@@ -355,14 +393,31 @@ fn checked_output_limits(
     })
 }
 
-fn positive(key: &'static str, value: u64) -> Result<u64, ConfigError> {
-    if value == 0 {
-        return Err(ConfigError::Value {
-            key,
-            message: "must be at least 1".into(),
-        });
-    }
-    Ok(value)
+/// `value` if `range` holds it, else an error naming `key` and the range.
+fn in_range<T: TryInto<u64> + std::fmt::Display + Copy>(
+    key: &'static str,
+    range: limits::Range,
+    value: T,
+) -> Result<u64, ConfigError> {
+    range
+        .check(value)
+        .map_err(|message| ConfigError::Value { key, message })
+}
+
+/// The range of each numeric key, for errors that toml raises before redbike sees the
+/// value (a negative number, one too large for any integer, a string).
+fn numeric_key_range(key: &str) -> Option<limits::Range> {
+    Some(match key {
+        "default-timeout" => limits::TIMEOUT,
+        "grace-period" => limits::GRACE,
+        "failure-delay" => limits::FAILURE_DELAY,
+        "concurrency" => limits::CONCURRENCY,
+        "wait-replicas" => limits::WAIT_REPLICAS,
+        "wait-timeout-ms" => limits::WAIT_TIMEOUT_MS,
+        "port" => limits::PORT,
+        "db" => limits::DB,
+        _ => return None,
+    })
 }
 
 fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
@@ -412,7 +467,13 @@ fn one_line_toml_error(text: &str, e: &toml::de::Error) -> String {
             } else {
                 message
             };
-            format!("line {line_no}, key `{key}`: {message}")
+            match numeric_key_range(key) {
+                Some(range) => format!(
+                    "line {line_no}, key `{key}`: {message}; it takes {}",
+                    range.text()
+                ),
+                None => format!("line {line_no}, key `{key}`: {message}"),
+            }
         }
         _ => format!("line {line_no}: {message}"),
     }
@@ -448,17 +509,15 @@ impl RedisSettings {
     /// The connection parameters, validated.
     pub fn connection_info(&self) -> Result<ConnectionInfo, ConfigError> {
         let bad = |key: &'static str, message: String| ConfigError::Value { key, message };
-        if self.port == Some(0) {
-            return Err(bad(
-                "redbike-redis.port",
-                "port 0 is not a port; give 1..=65535".into(),
-            ));
+        if let Some(port) = self.port {
+            limits::PORT
+                .check(port)
+                .map_err(|m| bad("redbike-redis.port", m))?;
         }
-        if let Some(db) = self.db.filter(|db| *db < 0) {
-            return Err(bad(
-                "redbike-redis.db",
-                format!("database number {db} is negative; give 0 or more"),
-            ));
+        if let Some(db) = self.db {
+            limits::DB
+                .check(db)
+                .map_err(|m| bad("redbike-redis.db", m))?;
         }
         if let Some(url) = &self.url {
             if self.host.is_some() || self.port.is_some() {
@@ -570,12 +629,9 @@ fn parse_url(url: &str) -> Result<ConnectionInfo, String> {
             None => description,
         }
     })?;
-    if info.redis_settings().db() < 0 {
-        return Err(format!(
-            "database number {} is negative; give 0 or more",
-            info.redis_settings().db()
-        ));
-    }
+    limits::DB
+        .check(info.redis_settings().db())
+        .map_err(|m| format!("database number {m}"))?;
     Ok(info)
 }
 
@@ -728,7 +784,10 @@ mod tests {
             ("redis://h:99999", "invalid port number"),
             ("redis://h:0", "port 0"),
             ("redis://h/abc", "Invalid database number"),
-            ("redis://h/-1", "negative"),
+            (
+                "redis://h/-1",
+                "database number must be in 0..=2147483647, got -1",
+            ),
             ("redis://", "Missing hostname"),
             ("redis://u:pa/ss@h", "percent-encoded"),
         ] {

@@ -46,6 +46,48 @@ pub fn queue_of(jobid: &str) -> &str {
     jobid.rsplit(':').next().unwrap_or(jobid)
 }
 
+/// Why queue name `queue` would make two of redbike's keys one, or `None` when it is
+/// safe. The layout is the original's, so two names can meet: the list of queue
+/// `X-members` is the members set of queue `X`, and the list of queue `X-X` is the lease
+/// key of job `X` (an id without ':' is its own queue). No other two key families meet
+/// (README, "Key names").
+pub fn queue_collision(queue: &str) -> Option<String> {
+    if let Some(base) = queue.strip_suffix("-members") {
+        return Some(format!(
+            "its list PREFIX-work-{queue} is the members set of queue {base:?}"
+        ));
+    }
+    let half = queue.len() / 2;
+    if queue.len() % 2 == 1 && queue.as_bytes()[half] == b'-' && queue[..half] == queue[half + 1..]
+    {
+        let job = &queue[..half];
+        return Some(format!(
+            "its list PREFIX-work-{queue} is the lease key of job {job:?}"
+        ));
+    }
+    None
+}
+
+/// Whether `rest` (a key name after `P-work-`) is the name of a lease, `Q-JOBID` where
+/// `Q` is the queue of `JOBID`.
+pub fn is_lease_name(rest: &str) -> bool {
+    match rest.rfind(':') {
+        // JOBID holds the last ':' of the name: Q is what follows it.
+        Some(colon) => {
+            let q = &rest[colon + 1..];
+            rest.len() > q.len() + 1
+                && rest.starts_with(q)
+                && rest.as_bytes()[q.len()] == b'-'
+                && colon > q.len()
+        }
+        // A JOBID without ':' is its own queue: the name is JOBID-JOBID.
+        None => {
+            let half = rest.len() / 2;
+            rest.len() % 2 == 1 && rest.as_bytes()[half] == b'-' && rest[..half] == rest[half + 1..]
+        }
+    }
+}
+
 /// Escapes glob characters so a prefix matches only itself in SCAN MATCH.
 pub fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -122,5 +164,34 @@ mod tests {
         assert_eq!(k.lease("a:b:C"), "p-work-C-a:b:C");
         assert_eq!(k.members("C"), "p-work-C-members");
         assert_eq!(k.queue("C"), "p-work-C");
+    }
+
+    #[test]
+    fn colliding_queue_names() {
+        let k = Keys::new("p");
+        assert_eq!(k.queue("A-members"), k.members("A"));
+        assert_eq!(k.queue("A-A"), k.lease("A"));
+        for q in ["A-members", "-members", "A-A", "-", "ü-ü", "a:b-a:b"] {
+            assert!(queue_collision(q).is_some(), "{q}");
+        }
+        for q in [
+            "A",
+            "members",
+            "A-B",
+            "A-AA",
+            "AA-A",
+            "ü-u",
+            "A--A",
+            "A-membersx",
+        ] {
+            assert!(queue_collision(q).is_none(), "{q}");
+        }
+        for id in ["A", "j:A", "a:b:C", "x-y:Q", "q:A-A", "ü:ü"] {
+            let rest = k.lease(id).strip_prefix("p-work-").unwrap().to_string();
+            assert!(is_lease_name(&rest), "{id}");
+        }
+        for rest in ["A", "A-B", "A-j:B", "j:A", "A-:A", ":A-A"] {
+            assert!(!is_lease_name(rest), "{rest}");
+        }
     }
 }

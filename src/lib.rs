@@ -16,6 +16,7 @@ pub mod hazards;
 pub mod help;
 pub mod jobid;
 pub mod keys;
+pub mod limits;
 pub mod link;
 pub mod listener;
 pub mod loader;

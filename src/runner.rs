@@ -23,6 +23,7 @@ use std::{
 use crate::{
     error::{Error, Result},
     guard::Guard,
+    limits,
     output::{Limits, RunOutput},
     spawn::{Child, Spawner},
     worker::{Job, Outcome, Worker},
@@ -309,9 +310,17 @@ fn read_backoff(path: &PathBuf, id: &str) -> Option<u64> {
     if t.is_empty() {
         return None;
     }
-    match t.parse::<u64>() {
+    // u128: a number too large for any whole seconds is still a (capped) backoff.
+    match t.parse::<u128>() {
         Ok(0) => None,
-        Ok(n) => Some(n),
+        Ok(n) if n > u128::from(limits::BACKOFF.hi) => {
+            crate::log_warn!(
+                "job {id} wrote a backoff of {n} seconds; the limit is {} (a year), used instead",
+                limits::BACKOFF.hi
+            );
+            Some(limits::BACKOFF.hi)
+        }
+        Ok(n) => Some(n as u64),
         Err(_) => {
             crate::log_warn!(
                 "job {id} wrote {t:?} to its backoff file, not whole seconds; ignored"

@@ -131,12 +131,6 @@ impl Topology {
                 "master-name needs sentinels = [\"host:port\", ...]",
             ));
         }
-        if r.wait_timeout_ms == Some(0) {
-            return Err(bad(
-                "redbike-redis.wait-timeout-ms",
-                "must be at least 1 (WAIT with 0 would block for ever)",
-            ));
-        }
         let server = r.connection_info()?;
         let tls = tls_wanted(r.tls, server.addr())?;
         let tls_files = tls_files(config, tls)?;

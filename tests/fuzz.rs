@@ -576,3 +576,108 @@ fn regression_csv_quoting_is_not_guessed() {
         );
     }
 }
+
+// ---------------------------------------------------------------- numeric options
+
+/// Any integer as a command line may carry it: negative, beyond u64, signed, padded.
+fn int_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|v| v.to_string()),
+        any::<u128>().prop_map(|v| v.to_string()),
+        (0u64..2_000_000).prop_map(|v| v.to_string()),
+        "[+-]?0{0,3}[0-9]{1,45}",
+    ]
+}
+
+/// Each numeric option of the command line with `text`, and the range it must land in.
+fn numeric_invocations(text: &str) -> Vec<(Vec<String>, redbike::limits::Range)> {
+    use redbike::limits::*;
+    let line = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    vec![
+        (
+            line(&["redbike", "work", "A", "--timeout", text, "--", "true"]),
+            TIMEOUT,
+        ),
+        (
+            line(&["redbike", "work", "A", "--grace", text, "--", "true"]),
+            GRACE,
+        ),
+        (
+            line(&["redbike", "work", "A", "-j", text, "--", "true"]),
+            CONCURRENCY,
+        ),
+        (line(&["redbike", "next", "NOW", "-n", text]), COUNT),
+    ]
+}
+
+/// The value the parsed command line holds for the option under test.
+fn parsed_value(cli: &redbike::cli::Cli) -> Option<u64> {
+    use redbike::cli::Command;
+    match &cli.command {
+        Command::Work(f) => f.timeout.or(f.grace).or(f.concurrency.map(|n| n as u64)),
+        Command::Next { count, .. } => Some(*count as u64),
+        _ => None,
+    }
+}
+
+proptest! {
+    #![proptest_config(config(500))]
+
+    /// Every numeric option takes exactly its documented range; anything else is a
+    /// usage error (exit 2), never a panic.
+    #[test]
+    fn numeric_options_take_their_range_or_exit_2(text in int_text()) {
+        use clap::Parser;
+        for (args, range) in numeric_invocations(&text) {
+            match redbike::cli::Cli::try_parse_from(&args) {
+                Ok(cli) => {
+                    let v = parsed_value(&cli);
+                    prop_assert!(
+                        v.is_some_and(|v| (range.lo..=range.hi).contains(&v)),
+                        "{args:?} parsed to {v:?}"
+                    );
+                }
+                Err(e) => {
+                    prop_assert_eq!(e.exit_code(), 2, "{:?}", args);
+                    let in_range = text
+                        .parse::<i128>()
+                        .is_ok_and(|v| v >= range.lo as i128 && v <= range.hi as i128);
+                    prop_assert!(!in_range, "{args:?} refused: {e}");
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(40))]
+
+    /// The real binary: exit 0 or 2, one line on stderr when 2, never a panic.
+    /// (`work` without a command stops before it would connect: 2 either way.)
+    #[test]
+    fn numeric_options_exit_0_or_2_in_the_binary(text in int_text()) {
+        let dir = std::env::temp_dir();
+        for (args, _) in numeric_invocations(&text) {
+            let args = match args[1].as_str() {
+                "work" => args[1..args.len() - 2].to_vec(),
+                _ => args[1..].to_vec(),
+            };
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_redbike"))
+                .args(&args)
+                .current_dir(&dir)
+                .env_remove("REDBIKE_CONFIG")
+                .env("REDBIKE_REDIS_URL", "redis://127.0.0.1:1/0")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let code = out.status.code();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            prop_assert!(matches!(code, Some(0) | Some(2)), "{args:?}: {code:?} {stderr}");
+            prop_assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{args:?}: {stderr}");
+            if code == Some(2) {
+                prop_assert_eq!(stderr.trim_end().lines().count(), 1, "{:?}: {}", args, stderr);
+            }
+        }
+    }
+}

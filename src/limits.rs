@@ -1,0 +1,129 @@
+//! The range of every number redbike takes: command-line options, config keys, and the
+//! backoff a job writes. A number outside its range stops a command with one line that
+//! names the key and the range, before anything is written (exit 2); a backoff out of
+//! range is capped with a warning, as the job that wrote it has already run.
+//!
+//! The ranges keep every derived time representable (a lease is timeout + grace + a
+//! margin, a next run is now + a delay) and every Redis argument valid (EXPIRE, WAIT).
+
+/// An inclusive range of whole numbers, with the unit they count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    /// The smallest value accepted.
+    pub lo: u64,
+    /// The largest value accepted.
+    pub hi: u64,
+    /// What the number counts, e.g. `seconds` (`""`: a plain count).
+    pub unit: &'static str,
+}
+
+/// A year, in seconds: the longest timeout, failure delay or backoff.
+const YEAR: u64 = 365 * 24 * 3600;
+
+/// `--timeout`, `default-timeout`, `timeouts.Q`: seconds a job may run.
+pub const TIMEOUT: Range = Range::new(1, YEAR, "seconds");
+/// `--grace`, `grace-period`: seconds between SIGTERM and SIGKILL (a day at most).
+pub const GRACE: Range = Range::new(1, 86_400, "seconds");
+/// `failure-delay`: seconds a failed CONTINUE job waits (0: none).
+pub const FAILURE_DELAY: Range = Range::new(0, YEAR, "seconds");
+/// The backoff a job writes to `$REDBIKE_BACKOFF_FILE` (0: none).
+pub const BACKOFF: Range = Range::new(0, YEAR, "seconds");
+/// `-j/--concurrency`, `concurrency`: jobs one worker runs at once.
+pub const CONCURRENCY: Range = Range::new(1, 1024, "");
+/// `next -n/--count`: run times to print.
+pub const COUNT: Range = Range::new(1, 100_000, "");
+/// `wait-replicas`: replicas that must acknowledge a write (0: don't wait).
+pub const WAIT_REPLICAS: Range = Range::new(0, 1000, "");
+/// `wait-timeout-ms`: how long to wait for them (Redis's WAIT 0 would wait forever).
+pub const WAIT_TIMEOUT_MS: Range = Range::new(1, 60_000, "milliseconds");
+/// `port`: a TCP port.
+pub const PORT: Range = Range::new(1, 65_535, "");
+/// `db`: a database number (the server's `databases` setting bounds it further).
+pub const DB: Range = Range::new(0, i32::MAX as u64, "");
+
+impl Range {
+    /// The range `lo..=hi` of `unit`.
+    pub const fn new(lo: u64, hi: u64, unit: &'static str) -> Range {
+        Range { lo, hi, unit }
+    }
+
+    /// `1..=31536000 seconds`.
+    pub fn text(&self) -> String {
+        match self.unit {
+            "" => format!("{}..={}", self.lo, self.hi),
+            unit => format!("{}..={} {unit}", self.lo, self.hi),
+        }
+    }
+
+    /// `value` if it is in range, else the message that says what is accepted.
+    pub fn check<T: TryInto<u64> + std::fmt::Display + Copy>(
+        &self,
+        value: T,
+    ) -> Result<u64, String> {
+        match value.try_into() {
+            Ok(v) if (self.lo..=self.hi).contains(&v) => Ok(v),
+            _ => Err(format!("must be in {}, got {value}", self.text())),
+        }
+    }
+
+    /// Parses a command-line value: a whole number in range.
+    pub fn parse(&self, text: &str) -> Result<u64, String> {
+        match text.trim().parse::<i128>() {
+            Ok(v) => self.check(v),
+            Err(_) => Err(format!("must be a whole number in {}", self.text())),
+        }
+    }
+}
+
+/// Clap value parsers, one per numeric option.
+pub mod arg {
+    use super::*;
+
+    /// `--timeout`.
+    pub fn timeout(text: &str) -> Result<u64, String> {
+        TIMEOUT.parse(text)
+    }
+
+    /// `--grace`.
+    pub fn grace(text: &str) -> Result<u64, String> {
+        GRACE.parse(text)
+    }
+
+    /// `-j/--concurrency`.
+    pub fn concurrency(text: &str) -> Result<usize, String> {
+        CONCURRENCY.parse(text).map(|v| v as usize)
+    }
+
+    /// `next -n/--count`.
+    pub fn count(text: &str) -> Result<usize, String> {
+        COUNT.parse(text).map(|v| v as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_say_what_they_take() {
+        assert_eq!(TIMEOUT.parse("10"), Ok(10));
+        assert_eq!(
+            TIMEOUT.parse("0").unwrap_err(),
+            "must be in 1..=31536000 seconds, got 0"
+        );
+        assert!(TIMEOUT.parse("10000000000000000").is_err());
+        assert!(TIMEOUT
+            .parse("99999999999999999999999999999999999999999")
+            .is_err());
+        assert!(TIMEOUT.parse("-1").is_err());
+        assert_eq!(
+            CONCURRENCY.parse("x").unwrap_err(),
+            "must be a whole number in 1..=1024"
+        );
+        assert!(FAILURE_DELAY.check(u64::MAX).unwrap_err().len() < 80);
+        assert_eq!(
+            DB.check(-1i64).unwrap_err(),
+            "must be in 0..=2147483647, got -1"
+        );
+    }
+}
