@@ -4,12 +4,12 @@
 //! inconsistency between the keys. `--repair` fixes each one with an idempotent Lua step
 //! that re-checks its condition (repair.lua), so it is safe while processes run.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use redis::RedisResult;
 
 use crate::{
-    keys::{glob_escape, queue_of},
+    keys::{glob_escape, is_lease_name, queue_collision, queue_of},
     recovery,
     schedule::Schedule,
     scripts,
@@ -63,6 +63,8 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     emit: F,
     /// Counts.
     summary: Summary,
+    /// The type of each key of the prefix (a key not here does not exist).
+    types: HashMap<String, String>,
 }
 
 impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
@@ -74,20 +76,122 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             settings,
             emit,
             summary: Summary::default(),
+            types: HashMap::new(),
         }
     }
 
     /// Walks queues, timeline, statuses and schedules, in that order (so jobs that queue
     /// repairs take out of a wrong queue are then found and put back).
+    /// Keys of other types than redbike's, and names where two key families meet, are
+    /// reported first (`odd-key`, `colliding-key`); whatever their commands would fail on
+    /// is then left out, so the walk never stops on them.
     pub fn run(mut self) -> RedisResult<Summary> {
-        for queue in self.queue_names()? {
+        let queues = self.check_keys()?;
+        for queue in queues {
             self.summary.queues += 1;
-            self.check_queue(&queue)?;
+            if self.queue_keys_fit(&queue) {
+                self.check_queue(&queue)?;
+            }
         }
-        self.check_hash_against_schedules(true)?;
-        self.check_hash_against_schedules(false)?;
-        self.check_schedules()?;
+        let k = self.store.keys;
+        let (schedules, statuses, timeline) =
+            (k.schedules.clone(), k.statuses.clone(), k.timeline.clone());
+        if self.fits(&timeline, "zset") && self.fits(&schedules, "hash") {
+            self.check_hash_against_schedules(true)?;
+        }
+        if self.fits(&statuses, "hash") && self.fits(&schedules, "hash") {
+            self.check_hash_against_schedules(false)?;
+        }
+        if self.fits(&schedules, "hash")
+            && self.fits(&statuses, "hash")
+            && self.fits(&timeline, "zset")
+        {
+            self.check_schedules()?;
+        }
         Ok(self.summary)
+    }
+
+    /// Whether `key` is of type `kind` or missing.
+    fn fits(&self, key: &str, kind: &str) -> bool {
+        self.types.get(key).is_none_or(|t| t == kind)
+    }
+
+    /// Whether queue `q`'s list and members set are of their types (or missing).
+    fn queue_keys_fit(&self, q: &str) -> bool {
+        let k = self.store.keys;
+        self.fits(&k.queue(q), "list") && self.fits(&k.members(q), "set")
+    }
+
+    /// Walks every key of the prefix, reports keys of other types than redbike keeps
+    /// under their names and names where two key families meet, and returns the queues
+    /// found (those with a list or a members set).
+    fn check_keys(&mut self) -> RedisResult<BTreeSet<String>> {
+        let k = self.store.keys;
+        let fixed = [
+            (k.schedules.clone(), "hash"),
+            (k.statuses.clone(), "hash"),
+            (k.timeline.clone(), "zset"),
+            (k.control.clone(), "string"),
+            (k.failures.clone(), "hash"),
+            (k.leases.clone(), "zset"),
+        ];
+        let head = format!("{}-work-", k.prefix);
+        let pattern = format!("{}-*", glob_escape(&k.prefix));
+        let mut scan = Scan::new("SCAN", None, &["MATCH", &pattern]);
+        while let Some(keys) = scan.next_page::<String>(self.store.con)? {
+            if keys.is_empty() {
+                continue;
+            }
+            let mut pipe = redis::pipe();
+            for key in &keys {
+                pipe.cmd("TYPE").arg(key);
+            }
+            let types: Vec<String> = pipe.query(self.store.con)?;
+            self.types.extend(keys.into_iter().zip(types));
+        }
+        let mut queues = BTreeSet::new();
+        let mut findings = Vec::new();
+        for (key, ty) in &self.types {
+            if let Some((_, want)) = fixed.iter().find(|(name, _)| name == key) {
+                if ty != want {
+                    findings.push((
+                        "odd-key",
+                        format!("{key} holds a {ty} where redbike keeps a {want}"),
+                    ));
+                }
+                continue;
+            }
+            let Some(rest) = key.strip_prefix(&head) else {
+                continue; // not a name of ours (another prefix that starts with ours)
+            };
+            match (ty.as_str(), rest.strip_suffix("-members")) {
+                ("list", _) if !rest.contains(':') => {
+                    queues.insert(rest.to_string());
+                    if let Some(why) = queue_collision(rest) {
+                        findings.push(("colliding-key", format!("queue {rest:?}: {why}")));
+                    }
+                }
+                ("set", Some(base)) if !base.contains(':') => {
+                    queues.insert(base.to_string());
+                }
+                ("string", _) if is_lease_name(rest) => {}
+                _ => findings.push((
+                    "odd-key",
+                    format!("{key} holds a {ty}, which no redbike key of that name is"),
+                )),
+            }
+        }
+        findings.sort();
+        for (kind, detail) in findings {
+            (self.emit)(&Finding {
+                kind,
+                jobid: String::new(),
+                detail,
+                queue: String::new(),
+            });
+            self.summary.problems += 1;
+        }
+        Ok(queues)
     }
 
     fn found(
@@ -125,7 +229,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     /// `schedule` for unparsable ones.
     fn fix(&mut self, f: &Finding, schedule: Option<&str>, dry: bool) -> RedisResult<bool> {
         let k = &self.store.keys;
-        let changed: i64 = scripts::REPAIR
+        let changed: RedisResult<i64> = scripts::REPAIR
             .key(&k.schedules)
             .key(&k.statuses)
             .key(&k.timeline)
@@ -138,33 +242,13 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .arg(schedule.unwrap_or(""))
             .arg(crate::timestamp::now())
             .arg(if dry { "dry" } else { "" })
-            .invoke(self.store.con)?;
-        Ok(changed > 0)
-    }
-
-    /// Every queue with a list or a members set under the prefix.
-    fn queue_names(&mut self) -> RedisResult<Vec<String>> {
-        let head = format!("{}-work-", self.store.keys.prefix);
-        let mut names = std::collections::BTreeSet::new();
-        for (ty, suffix) in [("list", ""), ("set", "-members")] {
-            let pattern = format!("{}*{suffix}", glob_escape(&head));
-            let keys: Vec<String> = self.scan_keys(&pattern, ty)?;
-            for key in keys {
-                if let Some(q) = key.strip_prefix(&head).and_then(|k| k.strip_suffix(suffix)) {
-                    names.insert(q.to_string());
-                }
-            }
+            .invoke(self.store.con);
+        match changed {
+            // A key of the job of another type (a lease key that is another queue's
+            // list): reported as such by check_keys; nothing here can be confirmed.
+            Err(e) if crate::error::is_wrong_type(&e) => Ok(false),
+            other => Ok(other? > 0),
         }
-        Ok(names.into_iter().collect())
-    }
-
-    fn scan_keys(&mut self, pattern: &str, ty: &str) -> RedisResult<Vec<String>> {
-        let mut scan = Scan::new("SCAN", None, &["MATCH", pattern, "TYPE", ty]);
-        let mut out = Vec::new();
-        while let Some(keys) = scan.next_page::<String>(self.store.con)? {
-            out.extend(keys);
-        }
-        Ok(out)
     }
 
     fn check_queue(&mut self, q: &str) -> RedisResult<()> {
@@ -278,8 +362,12 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if self.repair {
             for id in lost {
                 let now = crate::timestamp::now();
-                if recovery::recover_job(self.store, &id, "orphan", now, self.settings)? {
-                    self.summary.repaired += 1;
+                match recovery::recover_job(self.store, &id, "orphan", now, self.settings) {
+                    Ok(true) => self.summary.repaired += 1,
+                    Ok(false) => {}
+                    // One of its keys is of another type (reported by check_keys).
+                    Err(e) if crate::error::is_wrong_type(&e) => {}
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -346,7 +434,9 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     ) -> RedisResult<()> {
         let mut live = Vec::new();
         let mut unparsable = Vec::new();
-        for job in jobs {
+        // A job whose queue's keys are of other types is left out (check_keys reported
+        // them): where it is cannot be told.
+        for job in jobs.iter().filter(|j| self.queue_keys_fit(queue_of(&j.0))) {
             match Schedule::parse(&job.1) {
                 Ok(Schedule::Stop) => {}
                 Ok(_) => live.push(job),

@@ -121,5 +121,21 @@ pub fn is_connection_error(e: &redis::RedisError) -> bool {
     e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
 }
 
+/// Whether Redis refused a command for a key of another type (WRONGTYPE; the scripts
+/// answer so, naming the key, before their first write).
+pub fn is_wrong_type(e: &redis::RedisError) -> bool {
+    e.code() == Some("WRONGTYPE")
+}
+
+/// The error a script answers for `key` of type `found` where redbike keeps `want`.
+pub fn wrong_type(key: &str, found: &str, want: &str) -> redis::RedisError {
+    redis::make_extension_error(
+        "WRONGTYPE".into(),
+        Some(format!(
+            "key {key} holds a {found} where redbike keeps a {want}; nothing was changed; see `redbike check`"
+        )),
+    )
+}
+
 /// The result type of the library's commands.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -142,7 +142,12 @@ keeps the queue entry), queued-while-running (repair drops the queue entry), \
 entry-without-member and member-without-entry (the queue list and its members set \
 disagree), duplicate-entry, wrong-queue (a job in a queue that is not its own), \
 timeline-without-schedule, status-of-unknown-job, unparsable-schedule (repair marks it \
-BAD and takes it out of the timeline and queue). held rows are failed jobs kept out of \
+BAD and takes it out of the timeline and queue), odd-key (a key of the prefix of another \
+type than redbike keeps under its name, e.g. left by hand; never repaired: remove or \
+rename it) and colliding-key (a queue list whose name is also another key of ours: \
+queue X-members is queue X's members set, queue X-X is job X's lease; move its jobs to \
+another queue). Odd keys never stop the walk: the jobs and queues they touch are left \
+out until they are fixed. held rows are failed jobs kept out of \
 circulation on purpose (status DIE with on-failure hold, or by Python redbike) and bad \
 rows are unparsable schedules already marked BAD: they are not problems, but an \
 operator has to set or unset them. The schedule hash is the source of truth. Every repair re-checks its \

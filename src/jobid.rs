@@ -1,6 +1,6 @@
 //! Validation of job ids given by operators (command line and CSV files).
 
-use crate::keys::queue_of;
+use crate::keys::{queue_collision, queue_of};
 
 /// The longest job id accepted, in bytes. Redis would take more, but an id this long is a
 /// mistake, and every key and log line carries it.
@@ -30,6 +30,16 @@ pub enum JobIdError {
     /// The id would make its lease key collide with the queue's members key.
     #[error("job id {0:?} is reserved: its lease key would be its queue's members set")]
     Reserved(String),
+    /// The id's queue name would make two of redbike's keys one.
+    #[error("job id {id:?}: queue name {queue:?} cannot be used: {why}; pick another queue name (the part after the last ':')")]
+    Collides {
+        /// The id.
+        id: String,
+        /// Its queue.
+        queue: String,
+        /// Which keys would meet.
+        why: String,
+    },
 }
 
 /// Checks that `id` can be used as a job id.
@@ -55,6 +65,13 @@ pub fn validate(id: &str) -> Result<(), JobIdError> {
     // `P-work-Q-` + id == `P-work-Q-members` exactly when the id is "members".
     if id == "members" {
         return Err(JobIdError::Reserved(id.to_string()));
+    }
+    if let Some(why) = queue_collision(queue) {
+        return Err(JobIdError::Collides {
+            id: id.to_string(),
+            queue: queue.to_string(),
+            why,
+        });
     }
     Ok(())
 }

@@ -265,6 +265,11 @@ impl Store<'_> {
     /// part-way can say how many are in Redis: a batch is one script call, which Redis
     /// runs whole or (refused before its first write, e.g. OOM) not at all.
     pub fn place_many(&mut self, items: &[PlaceItem], now: i64, written: &mut usize) -> Result<()> {
+        if items.len() > PLACE_BATCH {
+            // Each call checks its own keys, but a later batch's odd key would stop the
+            // load half-way: check them all first.
+            self.check_types(&self.place_keys(items))?;
+        }
         for batch in items.chunks(PLACE_BATCH) {
             let mut inv = scripts::PLACE_MANY.prepare_invoke();
             inv.key(&self.keys.schedules)
@@ -300,6 +305,47 @@ impl Store<'_> {
             }
             if !pipe.is_empty() {
                 pipe.exec(self.con)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The keys placing `items` touches that could be of another type, with redbike's
+    /// type for each: the fixed ones, each queue's list and members set, and the lease
+    /// of each job named as its queue (job A's lease key is queue A-A's list).
+    fn place_keys(&self, items: &[PlaceItem]) -> Vec<(String, &'static str)> {
+        let k = self.keys;
+        let mut keys = vec![
+            (k.schedules.clone(), "hash"),
+            (k.statuses.clone(), "hash"),
+            (k.timeline.clone(), "zset"),
+        ];
+        let mut queues = std::collections::BTreeSet::new();
+        for item in items {
+            let q = queue_of(&item.jobid);
+            if queues.insert(q) {
+                keys.push((k.queue(q), "list"));
+                keys.push((k.members(q), "set"));
+            }
+            if q == item.jobid {
+                keys.push((k.lease(&item.jobid), "string"));
+            }
+        }
+        keys
+    }
+
+    /// Fails, naming the key, unless each of `keys` is of its type or missing.
+    pub fn check_types(&mut self, keys: &[(String, &'static str)]) -> Result<()> {
+        for chunk in keys.chunks(PLACE_BATCH) {
+            let mut pipe = redis::pipe();
+            for (key, _) in chunk {
+                pipe.cmd("TYPE").arg(key);
+            }
+            let types: Vec<String> = pipe.query(self.con)?;
+            for ((key, want), found) in chunk.iter().zip(types) {
+                if found != "none" && found != *want {
+                    return Err(crate::error::wrong_type(key, &found, want).into());
+                }
             }
         }
         Ok(())

@@ -149,6 +149,13 @@ pub fn parse_queues(text: &str) -> Result<Vec<String>> {
             "queue name {q:?} contains a control character"
         )));
     }
+    for q in &queues {
+        if let Some(why) = crate::keys::queue_collision(q) {
+            return Err(Error::Input(format!(
+                "queue name {q:?} cannot be worked: {why}; move its jobs to another queue"
+            )));
+        }
+    }
     Ok(queues)
 }
 
@@ -622,13 +629,14 @@ impl Loop {
             self.shutdown.clone(),
             move |heard| {
                 let event = match heard {
-                    Heard::Message { channel, payload } if channel == control => {
-                        if payload.eq_ignore_ascii_case(b"HALT") {
-                            Event::Halt
-                        } else {
-                            return;
-                        }
+                    Heard::Message { channel, payload }
+                        if channel == control && payload.eq_ignore_ascii_case(b"HALT") =>
+                    {
+                        Event::Halt
                     }
+                    // Anything else wakes, also on the control channel: a queue named
+                    // `control` shares it (PREFIX-wake-control), and a spurious wake-up
+                    // costs one claim.
                     _ => Event::Wake,
                 };
                 let _ = tx.send(event);

@@ -398,12 +398,12 @@ fn cases() -> Vec<Case> {
         config(
             "zero default-timeout",
             "[redbike]\ndefault-timeout = 0\n",
-            "redbike.default-timeout: must be at least 1",
+            "redbike.default-timeout: must be in 1..=31536000 seconds, got 0",
         ),
         config(
             "zero queue timeout",
             "[redbike]\ntimeouts = { A = 0 }\n",
-            "redbike.timeouts: must be at least 1",
+            "redbike.timeouts: must be in 1..=31536000 seconds, got 0",
         ),
         config(
             "command not a list",
@@ -468,7 +468,7 @@ fn cases() -> Vec<Case> {
         config(
             "port 0",
             "[redbike-redis]\nport = 0\n",
-            "redbike-redis.port: port 0 is not a port",
+            "redbike-redis.port: must be in 1..=65535, got 0",
         ),
         config(
             "port too large",
@@ -483,7 +483,7 @@ fn cases() -> Vec<Case> {
         config(
             "negative db",
             "[redbike-redis]\ndb = -1\n",
-            "database number -1 is negative",
+            "redbike-redis.db: must be in 0..=2147483647, got -1",
         ),
         config(
             "bad host",
@@ -558,7 +558,7 @@ fn cases() -> Vec<Case> {
         config(
             "wait timeout 0",
             "[redbike-redis]\nwait-replicas = 1\nwait-timeout-ms = 0\n",
-            "wait-timeout-ms: must be at least 1",
+            "wait-timeout-ms: must be in 1..=60000 milliseconds, got 0",
         ),
         config(
             "password not a string",
@@ -718,14 +718,132 @@ fn cases() -> Vec<Case> {
         case(
             "concurrency 0",
             &["work", "A", "-j", "0", "--", "true"],
-            "--concurrency must be at least 1",
+            "invalid value '0' for '--concurrency <N>': must be in 1..=1024, got 0",
         ),
         case(
             "timeout 0",
             &["work", "A", "--timeout", "0", "--", "true"],
-            "--timeout must be at least 1 second",
+            "invalid value '0' for '--timeout <SECS>': must be in 1..=31536000 seconds, got 0",
         ),
         case("no command", &["work", "A"], "no command to run"),
+        // --- queue names whose keys would be other keys (issue 14, class 7)
+        case(
+            "queue X-members",
+            &["set", "x:A-members", "NOW"],
+            "queue name \"A-members\" cannot be used: its list PREFIX-work-A-members is the members set of queue \"A\"",
+        ),
+        case(
+            "queue X-X",
+            &["set", "z:A-A", "NOW"],
+            "queue name \"A-A\" cannot be used: its list PREFIX-work-A-A is the lease key of job \"A\"",
+        ),
+        case("own queue X-X", &["set", "A-A", "NOW"], "is the lease key of job \"A\""),
+        csv(
+            "load: colliding queue",
+            "ok:A,NOW\nx:B-members,NOW\n",
+            "queue name \"B-members\" cannot be used",
+        ),
+        case(
+            "work: queue X-members",
+            &["work", "A:A-members", "--", "true"],
+            "queue name \"A-members\" cannot be worked",
+        ),
+        case(
+            "work: queue X-X",
+            &["work", "B-B", "--", "true"],
+            "queue name \"B-B\" cannot be worked: its list PREFIX-work-B-B is the lease key of job \"B\"",
+        ),
+        config(
+            "config: queue X-members",
+            "[redbike]\nqueues = \"A:C-members\"\n",
+            "redbike.queues: queue name \"C-members\" cannot be used",
+        ),
+        config(
+            "config: timeout of queue X-X",
+            "[redbike]\ntimeouts = { \"C-C\" = 5 }\n",
+            "redbike.timeouts: queue name \"C-C\" cannot be used",
+        ),
+        // --- numbers out of range (issue 14, class 5)
+        case(
+            "huge timeout",
+            &["work", "A", "--timeout", "10000000000000000", "--", "true"],
+            "'--timeout <SECS>': must be in 1..=31536000 seconds, got 10000000000000000",
+        ),
+        case(
+            "huge grace",
+            &["work", "A", "--grace", "18446744073709551616", "--", "true"],
+            "'--grace <SECS>': must be in 1..=86400 seconds",
+        ),
+        case(
+            "negative concurrency flag",
+            &["work", "A", "-j", "-1", "--", "true"],
+            "'--concurrency <N>': must be in 1..=1024, got -1",
+        ),
+        case(
+            "huge concurrency",
+            &["work", "A", "-j", "100000", "--", "true"],
+            "must be in 1..=1024, got 100000",
+        ),
+        case(
+            "next count 0",
+            &["next", "FREQ=DAILY", "-n", "0"],
+            "'--count <COUNT>': must be in 1..=100000, got 0",
+        ),
+        config(
+            "failure-delay beyond u64",
+            "[redbike]\nfailure-delay = 18446744073709551615\n",
+            "redbike.failure-delay: must be in 0..=31536000 seconds, got 18446744073709551615",
+        ),
+        config(
+            "failure-delay of 31,000 years",
+            "[redbike]\nfailure-delay = 1000000000000\n",
+            "redbike.failure-delay: must be in 0..=31536000 seconds, got 1000000000000",
+        ),
+        config(
+            "negative failure-delay",
+            "[redbike]\nfailure-delay = -1\n",
+            "it takes 0..=31536000 seconds",
+        ),
+        config(
+            "grace-period 0",
+            "[redbike]\ngrace-period = 0\n",
+            "redbike.grace-period: must be in 1..=86400 seconds, got 0",
+        ),
+        config(
+            "default-timeout of a century",
+            "[redbike]\ndefault-timeout = 3153600000\n",
+            "redbike.default-timeout: must be in 1..=31536000 seconds",
+        ),
+        config(
+            "queue timeout too long",
+            "[redbike]\ntimeouts = { A = 99999999999 }\n",
+            "redbike.timeouts: must be in 1..=31536000 seconds",
+        ),
+        config(
+            "concurrency too high",
+            "[redbike]\nconcurrency = 5000\n",
+            "redbike.concurrency: must be in 1..=1024, got 5000",
+        ),
+        config(
+            "port too high",
+            "[redbike-redis]\nport = 70000\n",
+            "key `port`: invalid value: integer `70000`, expected u16; it takes 1..=65535",
+        ),
+        config(
+            "db too high",
+            "[redbike-redis]\ndb = 9999999999\n",
+            "redbike-redis.db: must be in 0..=2147483647, got 9999999999",
+        ),
+        config(
+            "wait-replicas too many",
+            "[redbike-redis]\nwait-replicas = 100000\n",
+            "redbike-redis.wait-replicas: must be in 0..=1000, got 100000",
+        ),
+        config(
+            "wait-timeout-ms too long",
+            "[redbike-redis]\nwait-replicas = 1\nwait-timeout-ms = 600000\n",
+            "wait-timeout-ms: must be in 1..=60000 milliseconds, got 600000",
+        ),
         case(
             "check: stray argument",
             &["check", "--repair", "x"],

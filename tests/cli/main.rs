@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod check;
+mod collisions;
 mod deploy;
 mod dispatch;
 mod faults;

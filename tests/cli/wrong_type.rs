@@ -314,3 +314,151 @@ fn read_only_scripts_take_odd_members_keys_in_their_stride() {
     // Only the cursor: j:A cannot be put back into a queue whose keys are odd.
     assert_eq!(page.len(), 1, "{page:?}");
 }
+
+// ------------------------------------------------------------ through the binary
+
+/// Runs a `redbike` command that must fail on a planted key: one line naming the key,
+/// no Lua location, Redis unchanged.
+fn refused(s: &RedisServer, d: &std::path::Path, args: &[&str], key: &str) {
+    let before = s.dump();
+    let o = bike(s, d).args(args).run();
+    assert!(o.code != 0 && o.code != 2, "{args:?}: {o:?}");
+    let code = o.code;
+    let o = o.fails(code, &format!("key {key} holds a"));
+    assert!(!o.stderr.contains("user_script"), "{}", o.stderr);
+    assert_eq!(s.dump(), before, "{args:?}: Redis changed");
+}
+
+#[test]
+fn set_load_and_unset_write_nothing_over_a_key_of_another_type() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "old:A", "CONTINUE"]).ok();
+    let mut con = s.con();
+    // The case: a schedules key of the wrong type made `set` write statuses,
+    // timeline and queue before it failed.
+    let _: () = con.rename("t-schedules", "t-kept").unwrap();
+    let _: () = con.rpush("t-schedules", "x").unwrap();
+    refused(&s, d.path(), &["set", "a1:A", "NOW"], "t-schedules");
+    refused(&s, d.path(), &["set", "a1:A", "FREQ=DAILY"], "t-schedules");
+    let _: () = con.del("t-schedules").unwrap();
+    let _: () = con.rename("t-kept", "t-schedules").unwrap();
+    // A members set that is a list (the Python original's queue "A-members").
+    let _: () = con.del("t-work-A-members").unwrap();
+    let _: () = con.lpush("t-work-A-members", "x:A-members").unwrap();
+    refused(&s, d.path(), &["set", "a1:A", "NOW"], "t-work-A-members");
+    refused(&s, d.path(), &["unset", "old:A"], "t-work-A-members");
+    // A load of several batches checks every key before the first: the odd queue's
+    // job is the last of 2,500 rows.
+    let mut rows: String = (0..2500).map(|i| format!("j{i}:B,NOW\n")).collect();
+    rows.push_str("last:A,NOW\n");
+    std::fs::write(d.path().join("f.csv"), rows).unwrap();
+    refused(&s, d.path(), &["load", "f.csv"], "t-work-A-members");
+    // Job A's lease key is queue A-A's list (made by the original): `set A NOW` used
+    // to say "running now" and never run it.
+    let _: () = con.del("t-work-A-members").unwrap();
+    let _: () = con.lpush("t-work-A-A", "z:A-A").unwrap();
+    refused(&s, d.path(), &["set", "A", "NOW"], "t-work-A-A");
+}
+
+#[test]
+fn dispatch_moves_other_queues_and_keeps_an_odd_queue_s_jobs() {
+    let s = RedisServer::start();
+    let d = workdir();
+    for id in ["a:A", "b:B"] {
+        bike(&s, d.path()).args(["set", id, "AT:1700000000"]).ok();
+    }
+    let mut con = s.con();
+    let _: () = con.hset("t-work-B", "x", "y").unwrap();
+    let disp = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
+    assert!(
+        wait_until(10.0, || {
+            let n: i64 = s.con().llen("t-work-A").unwrap();
+            n == 1
+        }),
+        "queue A was dispatched"
+    );
+    assert!(wait_stderr(
+        disp.child(),
+        "1 due job(s) wait on the timeline: their queue's keys hold other types",
+        5.0
+    ));
+    let b: Option<f64> = con.zscore("t-timeline", "b:B").unwrap();
+    assert!(b.is_some(), "b:B stays on the timeline");
+    let hash: Vec<String> = con.hgetall("t-work-B").unwrap();
+    assert_eq!(hash, ["x", "y"], "the odd key is left alone");
+    // A fixed key of another type: every pass fails, nothing is written.
+    let _: () = con.del("t-statuses").unwrap();
+    let _: () = con.rpush("t-statuses", "x").unwrap();
+    let before = s.dump();
+    assert!(wait_stderr(
+        disp.child(),
+        "key t-statuses holds a list",
+        5.0
+    ));
+    let (_, err) = disp.finish(0.5);
+    assert!(!err.contains("user_script"), "{err}");
+    let mut after = s.dump();
+    after.remove("t-control");
+    assert_eq!(after, before);
+}
+
+#[test]
+fn a_claim_over_a_key_of_another_type_pops_nothing() {
+    let t = crate::work::Setup::new();
+    t.set("j:A", "NOW");
+    t.set("A", "NOW");
+    let mut con = t.s.con();
+    // Job A's lease key is queue A-A's list (the Python original's queue).
+    let _: () = con.lpush("t-work-A-A", "z:A-A").unwrap();
+    let before = t.s.dump();
+    let w = Bg(Some(t.worker(&["A"])));
+    assert!(wait_stderr(w.child(), "key t-work-A-A holds a list", 10.0));
+    assert_eq!(t.s.dump(), before, "a claim wrote");
+    let (_, err) = w.finish(0.5);
+    assert!(t.runs().is_empty(), "{err}");
+    // Before, the claim popped jobs and then failed on EXPIRE; `tell` said queued.
+    let _: () = con.del("t-work-A-A").unwrap();
+    let _: () = con.del("t-work-A-members").unwrap();
+    let _: () = con.set("t-work-A-members", "x").unwrap();
+    let before = t.s.dump();
+    let w = Bg(Some(t.worker(&["A"])));
+    assert!(wait_stderr(
+        w.child(),
+        "key t-work-A-members holds a string",
+        10.0
+    ));
+    assert_eq!(t.s.dump(), before, "a claim wrote");
+    w.finish(0.5);
+}
+
+#[test]
+fn a_backoff_beyond_a_year_is_capped() {
+    let t = crate::work::Setup::new();
+    std::fs::write(
+        path(&t.d, "far.sh"),
+        "#!/bin/sh\necho 1000000000000 > \"$REDBIKE_BACKOFF_FILE\"\n",
+    )
+    .unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(path(&t.d, "far.sh"))
+        .status();
+    t.set("far:A", "CONTINUE");
+    let w = Bg(Some(
+        bike(&t.s, t.d.path())
+            .args(["work", "A", "--", "./far.sh"])
+            .spawn(),
+    ));
+    assert!(wait_until(10.0, || crate::work::score(&t.s, "far:A").is_some()));
+    let due = crate::work::score(&t.s, "far:A").unwrap();
+    assert!(
+        due <= now() + 365 * 24 * 3600 + 5 && due >= now() + 365 * 24 * 3600 - 30,
+        "due {due}"
+    );
+    assert!(wait_stderr(
+        w.child(),
+        "wrote a backoff of 1000000000000 seconds; the limit is 31536000",
+        5.0
+    ));
+}
