@@ -147,7 +147,9 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 pipe.cmd("TYPE").arg(key);
             }
             let types: Vec<String> = pipe.query(self.store.con)?;
-            self.types.extend(keys.into_iter().zip(types));
+            // "none": gone since the SCAN (an expired lease, a drained queue).
+            self.types
+                .extend(keys.into_iter().zip(types).filter(|(_, ty)| ty != "none"));
         }
         let mut queues = BTreeSet::new();
         let mut findings = Vec::new();

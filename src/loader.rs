@@ -71,6 +71,12 @@ fn write(
     watch_memory: bool,
     written: &mut usize,
 ) -> Result<()> {
+    if items.len() > PLACE_BATCH {
+        // Each batch's script checks its own keys, but a later batch's odd key would
+        // stop the load half-way: check them all first.
+        let keys = store.place_keys(items);
+        store.check_types(&keys)?;
+    }
     let now = timestamp::now();
     for batch in items.chunks(PLACE_BATCH) {
         if watch_memory && *written > 0 {

@@ -265,11 +265,6 @@ impl Store<'_> {
     /// part-way can say how many are in Redis: a batch is one script call, which Redis
     /// runs whole or (refused before its first write, e.g. OOM) not at all.
     pub fn place_many(&mut self, items: &[PlaceItem], now: i64, written: &mut usize) -> Result<()> {
-        if items.len() > PLACE_BATCH {
-            // Each call checks its own keys, but a later batch's odd key would stop the
-            // load half-way: check them all first.
-            self.check_types(&self.place_keys(items))?;
-        }
         for batch in items.chunks(PLACE_BATCH) {
             let mut inv = scripts::PLACE_MANY.prepare_invoke();
             inv.key(&self.keys.schedules)
@@ -313,7 +308,7 @@ impl Store<'_> {
     /// The keys placing `items` touches that could be of another type, with redbike's
     /// type for each: the fixed ones, each queue's list and members set, and the lease
     /// of each job named as its queue (job A's lease key is queue A-A's list).
-    fn place_keys(&self, items: &[PlaceItem]) -> Vec<(String, &'static str)> {
+    pub fn place_keys(&self, items: &[PlaceItem]) -> Vec<(String, &'static str)> {
         let k = self.keys;
         let mut keys = vec![
             (k.schedules.clone(), "hash"),
