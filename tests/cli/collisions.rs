@@ -67,10 +67,12 @@ fn a_worker_of_queue_control_is_woken_like_any_other() {
     let mut quick = 0;
     for i in 0..6 {
         let id = format!("c{i}:control");
-        let asked = std::time::Instant::now();
         t.set(&id, "NOW");
+        let queued = std::time::Instant::now();
         assert!(wait_until(5.0, || t.runs().contains(&id)), "{id} ran");
-        if asked.elapsed() < std::time::Duration::from_millis(200) {
+        // Woken, a job starts within milliseconds; polled, anywhere within 950 ms
+        // (POLL_EVERY): 5 of 6 under 300 ms by chance is about a 1.5 % event.
+        if queued.elapsed() < std::time::Duration::from_millis(300) {
             quick += 1;
         }
         // Let the poll's phase drift between rounds.
@@ -78,7 +80,7 @@ fn a_worker_of_queue_control_is_woken_like_any_other() {
     }
     assert!(
         quick >= 5,
-        "only {quick} of 6 started within 200 ms of their set"
+        "only {quick} of 6 started within 300 ms of being queued"
     );
     t.stop(w.0.take().expect("running"));
 }
