@@ -9,7 +9,7 @@
 //! atomically (recover.lua), so racing dispatchers recover a job once.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     time::{Duration, Instant},
 };
 
@@ -48,6 +48,9 @@ pub struct Recovery {
     cursor: u64,
     /// When the next sweep step is due.
     next_sweep: Instant,
+    /// Jobs that could not be recovered because one of their keys is of another type
+    /// (named once each; `redbike check` reports the key).
+    odd: HashSet<String>,
 }
 
 impl Recovery {
@@ -59,6 +62,7 @@ impl Recovery {
             suspects: HashMap::new(),
             cursor: 0,
             next_sweep: Instant::now(),
+            odd: HashSet::new(),
         }
     }
 
@@ -90,6 +94,30 @@ impl Recovery {
         Ok(n)
     }
 
+    /// [`recover_job`], except that a job one of whose keys is of another type (a
+    /// script refuses it before writing) is skipped, and named once, rather than failing
+    /// every pass of the dispatcher.
+    fn recover_one(
+        &mut self,
+        store: &mut Store<'_>,
+        id: &str,
+        how: &str,
+        now: i64,
+    ) -> RedisResult<bool> {
+        match recover_job(store, id, how, now, &self.settings) {
+            Err(e) if crate::error::is_wrong_type(&e) => {
+                if self.odd.insert(id.to_string()) {
+                    crate::log_warn!(
+                        "cannot recover job {id}: {}; `redbike check` names the key",
+                        e.detail().unwrap_or("a key of another type")
+                    );
+                }
+                Ok(false)
+            }
+            other => other,
+        }
+    }
+
     fn recover_index(&mut self, store: &mut Store<'_>, now: i64) -> RedisResult<usize> {
         let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
             .arg(&store.keys.leases)
@@ -101,7 +129,7 @@ impl Recovery {
             .query(store.con)?;
         let mut n = 0;
         for id in stale {
-            n += usize::from(recover_job(store, &id, "index", now, &self.settings)?);
+            n += usize::from(self.recover_one(store, &id, "index", now)?);
         }
         Ok(n)
     }
@@ -116,7 +144,7 @@ impl Recovery {
             .collect();
         for id in ripe {
             self.suspects.remove(&id);
-            n += usize::from(recover_job(store, &id, "orphan", now, &self.settings)?);
+            n += usize::from(self.recover_one(store, &id, "orphan", now)?);
         }
         let reply: Vec<String> = scripts::SWEEP
             .key(&store.keys.schedules)

@@ -462,3 +462,44 @@ fn a_backoff_beyond_a_year_is_capped() {
         5.0
     ));
 }
+
+#[test]
+fn recovery_skips_a_job_whose_keys_are_odd_and_goes_on() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    // Two jobs whose workers vanished (their recovery time has passed), one of them in
+    // a queue whose members key is a string; and a due job to dispatch.
+    for id in ["lost:A", "odd:B"] {
+        let _: () = con.hset("t-schedules", id, "CONTINUE").unwrap();
+        let _: () = con.zadd("t-leases", id, 1).unwrap();
+    }
+    let _: () = con.set("t-work-B-members", "x").unwrap();
+    bike(&s, d.path())
+        .args(["set", "due:A", "AT:1700000000"])
+        .ok();
+    let disp = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
+    assert!(
+        wait_until(10.0, || {
+            let st: Option<String> = s.con().hget("t-statuses", "lost:A").unwrap();
+            st.is_some_and(|st| st.starts_with("REC:"))
+        }),
+        "lost:A recovered"
+    );
+    assert!(wait_until(5.0, || {
+        let q: Vec<String> = s.con().lrange("t-work-A", 0, -1).unwrap();
+        q.contains(&"due:A".to_string())
+    }));
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let (_, err) = disp.finish(0.5);
+    assert_eq!(
+        err.matches("cannot recover job odd:B: key t-work-B-members holds a string")
+            .count(),
+        1,
+        "{err}"
+    );
+    let still: Option<f64> = con.zscore("t-leases", "odd:B").unwrap();
+    assert!(still.is_some());
+    let members: String = con.get("t-work-B-members").unwrap();
+    assert_eq!(members, "x");
+}
