@@ -343,7 +343,7 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
     jobid::validate(id)?;
     let schedule = Schedule::parse(text)?;
     let after = parse_ts("--after", after, config)?;
-    let reference = timefile::reference_instant(after, &config.timefile)?;
+    let reference = timefile::reference_for_set(after, &config.timefile)?;
     let placement = schedule
         .placement(reference, config.timezone)
         .map_err(rule_error(text))?;
@@ -510,7 +510,7 @@ fn plan_file(
     } else {
         csvio::read_schedules(file)?
     };
-    let reference = timefile::reference_instant(after, &config.timefile)?;
+    let reference = timefile::reference_for_set(after, &config.timefile)?;
     loader::plan(&rows, reference, config.timezone, &name)
 }
 
@@ -587,7 +587,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         limits.log_lines = flags.output_log_lines.unwrap_or(limits.log_lines);
         limits.log_bytes = flags.output_log_bytes.unwrap_or(limits.log_bytes);
     }
-    let runner = runner::CommandWorker::new(command, queues, timeouts)?
+    let runner = runner::CommandWorker::new(command, queues, timeouts, w.pass_redis_env)?
         .with_output_limits(output_limits, queue_output_limits);
     let shutdown = Shutdown::new();
     shutdown

@@ -96,6 +96,9 @@ pub struct WorkerSettings {
     /// Output limits of particular queues (`[redbike.output-limits.Q]`), the keys they
     /// leave out taken from `output_limits`.
     pub queue_output_limits: BTreeMap<String, Limits>,
+    /// Whether jobs get `REDBIKE_REDIS_URL` and `REDBIKE_CONFIG` (redbike's way to
+    /// Redis, credentials included); by default they do not.
+    pub pass_redis_env: bool,
 }
 
 /// Connection settings of `[redbike-redis]`, as redis-py takes them. Its `Debug` masks
@@ -216,6 +219,7 @@ struct RedbikeTable {
     output_log_lines: Option<u64>,
     output_log_bytes: Option<u64>,
     output_limits: Option<BTreeMap<String, QueueOutputTable>>,
+    pass_redis_env: Option<bool>,
 }
 
 /// `[redbike.output-limits.Q]`: the output limits of queue Q.
@@ -364,6 +368,7 @@ impl Config {
                 failure_delay,
                 output_limits,
                 queue_output_limits,
+                pass_redis_env: t.pass_redis_env.unwrap_or(false),
             },
             source,
         })
@@ -635,6 +640,28 @@ fn parse_url(url: &str) -> Result<ConnectionInfo, String> {
     Ok(info)
 }
 
+/// Masks the passwords of the URLs inside a text (an error message, say): each word
+/// that holds `://`, `pass=` or `password=` goes through [`mask_url`]; other words are
+/// left alone, so `WRONGTYPE ... script: abc, on @user_script:157` stays as it is.
+pub fn mask_urls_in(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(end);
+        let lower = word.to_ascii_lowercase();
+        if lower.contains("://") || lower.contains("pass=") || lower.contains("password=") {
+            out.push_str(&mask_url(word));
+        } else {
+            out.push_str(word);
+        }
+        let space = tail.len() - tail.trim_start().len();
+        out.push_str(&tail[..space]);
+        rest = &tail[space..];
+    }
+    out
+}
+
 /// Whether `s` is a URL scheme (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`).
 fn is_scheme(s: &str) -> bool {
     s.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -751,6 +778,17 @@ mod tests {
                 assert!(!masked.contains(piece), "{url} -> {masked}");
             }
         }
+    }
+
+    #[test]
+    fn masks_only_urls_inside_a_text() {
+        let script = "WRONGTYPE Operation against a key script: f674, on @user_script:157.";
+        assert_eq!(mask_urls_in(script), script);
+        assert_eq!(
+            mask_urls_in("at redis://u:pw@h:1/0 and unix:///s?pass=x y"),
+            "at redis://u:***@h:1/0 and unix:///s?pass=*** y"
+        );
+        assert_eq!(mask_urls_in("  a\tb  "), "  a\tb  ");
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::{
     listener::{self, Heard},
     loader,
     recovery::Recovery,
+    retry::Trouble,
     scripts,
     shutdown::Shutdown,
     store::{PlaceItem, Store},
@@ -102,12 +103,17 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let keys = Keys::new(&config.prefix);
     let mut link = Link::new(config, "dispatcher");
     let mut started = false;
-    let mut timefile_failing = false;
+    let mut timefile_trouble = Trouble::new("dispatcher");
     let mut written = None;
     let mut odd_logged = false;
     let mut recovery = Recovery::new(Settings::from_config(config));
     let mut watch = Watch::new(config, "dispatcher");
     while !shutdown.requested() {
+        // An error that retrying cannot fix, before any pass worked: a dispatcher that
+        // can never pass exits (EX_CONFIG) rather than retry for ever.
+        if let Some(e) = link.gave_up() {
+            return Err(e);
+        }
         if link.is_down() {
             recovery.outage_ended();
         }
@@ -136,6 +142,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         match result {
             Ok(p) => {
                 link.ok();
+                link.settle();
                 log_pass(&p, point);
                 if (p.odd > 0) != odd_logged {
                     odd_logged = p.odd > 0;
@@ -151,7 +158,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                 if written != Some(point) {
                     report_timefile(
                         timefile::write(&config.timefile, point),
-                        &mut timefile_failing,
+                        &mut timefile_trouble,
                     );
                     written = Some(point);
                 }
@@ -197,15 +204,20 @@ fn link_failed(link: &mut Link, e: Error) -> Result<()> {
     }
 }
 
-/// Logs a failing timefile once, not every second.
-fn report_timefile(result: Result<()>, failing: &mut bool) {
+/// Logs a failing timefile once per change of state (with a reminder), not every second.
+fn report_timefile(result: Result<()>, trouble: &mut Trouble) {
     match result {
-        Err(e) if !*failing => {
-            crate::log_error!("{e}");
-            *failing = true;
+        Err(e) => {
+            trouble.failed(&e.to_string(), &e.to_string(), false);
         }
-        Err(_) => {}
-        Ok(()) => *failing = false,
+        Ok(()) => {
+            if let Some(t) = trouble.ok() {
+                crate::log_info!(
+                    "dispatcher: the timefile is written again after {:.1}s",
+                    t.as_secs_f64()
+                );
+            }
+        }
     }
 }
 

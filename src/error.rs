@@ -16,6 +16,11 @@ pub enum ExitCode {
     /// Redis is out of memory: it refused a write, or evicted keys while a command wrote
     /// (EX_TEMPFAIL: run the command again once Redis has room).
     OutOfMemory = 75,
+    /// An error that retrying cannot fix (EX_CONFIG): redis refused the login or a
+    /// database, the ACL user lacks a permission, a key has the wrong type, the server
+    /// lacks a command, the timefile cannot be written. The systemd units do not restart
+    /// on it (`RestartPreventExitStatus=`).
+    CannotFix = 78,
 }
 
 /// Why a command failed.
@@ -41,9 +46,42 @@ pub enum Error {
         /// What the connection attempt said.
         reason: String,
     },
+    /// Redis refused the connection for a reason that retrying cannot fix (a wrong
+    /// password, a database that does not exist, a missing ACL permission).
+    #[error("redis at {url} refused redbike: {reason}; retrying cannot fix this: {hint}")]
+    Refused {
+        /// The Redis URL, password masked.
+        url: String,
+        /// What the server said.
+        reason: String,
+        /// What to do.
+        hint: &'static str,
+    },
     /// Redis answered with an error, or the connection broke mid-command.
-    #[error("redis error: {0}")]
+    #[error("redis error: {}", describe_redis(.0))]
     Redis(#[from] redis::RedisError),
+    /// Something retrying cannot fix, other than a Redis reply (an unwritable timefile).
+    #[error("{what}; retrying cannot fix this: {hint}")]
+    CannotFix {
+        /// What failed.
+        what: String,
+        /// What to do.
+        hint: String,
+    },
+    /// The connection broke while `set` or `load` wrote: some batches are written.
+    #[error(
+        "the connection to redis broke after {written} of {total} job(s) were written, and perhaps the next {unsure} ({reason}); running the same command again is safe: it sets the same schedules again"
+    )]
+    LoadCut {
+        /// Jobs written before the break (whole batches that Redis confirmed).
+        written: usize,
+        /// Jobs of the batch under way, which Redis may or may not have written.
+        unsure: usize,
+        /// Jobs the command was to write.
+        total: usize,
+        /// What the connection said.
+        reason: String,
+    },
     /// Fewer replicas than `wait-replicas` acknowledged a write in time.
     #[error(
         "only {got} of {wanted} replica(s) acknowledged the write within {ms} ms (wait-replicas); it may be lost if the master fails over now: check with `redbike tell` and run the command again"
@@ -100,9 +138,11 @@ impl Error {
             Error::Config(_) | Error::Schedule(_) | Error::JobId(_) | Error::Input(_) => {
                 ExitCode::Usage
             }
-            Error::Unreachable { .. } => ExitCode::Unavailable,
+            Error::Unreachable { .. } | Error::LoadCut { .. } => ExitCode::Unavailable,
             Error::OutOfMemory { .. } | Error::Evicted { .. } => ExitCode::OutOfMemory,
+            Error::Refused { .. } | Error::CannotFix { .. } => ExitCode::CannotFix,
             Error::Redis(e) if is_connection_error(e) => ExitCode::Unavailable,
+            Error::Redis(e) if cannot_fix(e).is_some() => ExitCode::CannotFix,
             Error::Redis(_) | Error::Io { .. } | Error::NotAcknowledged { .. } => ExitCode::Failure,
         }
     }
@@ -135,6 +175,59 @@ pub fn wrong_type(key: &str, found: &str, want: &str) -> redis::RedisError {
             "key {key} holds a {found} where redbike keeps a {want}; nothing was changed; see `redbike check`"
         )),
     )
+}
+
+/// What to do about a Redis error that retrying cannot fix; `None` for errors that may
+/// go away by themselves (an outage, a failover, OOM, a busy script).
+pub fn cannot_fix(e: &redis::RedisError) -> Option<&'static str> {
+    let text = e.to_string();
+    let has = |code: &str| e.code() == Some(code) || text.contains(code);
+    if e.kind() == redis::ErrorKind::AuthenticationFailed || has("WRONGPASS") || has("NOAUTH") {
+        Some("check the user name and password (url, or username and password in [redbike-redis])")
+    } else if has("NOPERM")
+        || text.contains("can't run this command")
+        || text.contains("No permissions to access")
+    {
+        Some("grant the ACL user the commands, keys and channels that README.md lists under Security / ACL")
+    } else if has("WRONGTYPE") {
+        Some("a key of the prefix holds the wrong type of value: find it with `redbike check` (or TYPE) and delete or rename it")
+    } else if text.contains("DB index is out of range") || text.contains("invalid DB index") {
+        Some("the server has no such database: give a db below its `databases` setting")
+    } else if text.contains("unknown command") || text.contains("unknown subcommand") {
+        Some("the server lacks a command redbike needs: use Redis 6.2 or later, with no command renamed or disabled")
+    } else {
+        None
+    }
+}
+
+/// A Redis error in one line, without redis-rs's quoting of the code (`WRONGTYPE
+/// Operation against a key ...`), and for an error retrying cannot fix, what to do.
+pub fn describe_redis(e: &redis::RedisError) -> String {
+    let text = redis_text(e);
+    match cannot_fix(e) {
+        Some(hint) => format!("{text}; retrying cannot fix this: {hint}"),
+        None => text,
+    }
+}
+
+/// A Redis error in one line, without what to do about it.
+pub fn redis_text(e: &redis::RedisError) -> String {
+    let first = |s: &str| s.lines().next().unwrap_or("").trim().to_string();
+    match (e.code(), e.detail()) {
+        _ if e.kind() == redis::ErrorKind::AuthenticationFailed => {
+            "authentication failed: wrong user name or password".to_string()
+        }
+        _ if is_parse_error(e) => {
+            "the reply is not in the Redis protocol (is this port a Redis server?)".to_string()
+        }
+        (Some(code), Some(detail)) => format!("{code} {}", first(detail)),
+        _ => first(&e.to_string()),
+    }
+}
+
+/// Whether the server's reply could not be parsed: something other than Redis answered.
+pub fn is_parse_error(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Parse
 }
 
 /// The result type of the library's commands.

@@ -9,7 +9,8 @@ Keys under PREFIX: PREFIX-schedules (hash), PREFIX-statuses (hash of EVENT:UNIXS
 PREFIX-timeline (sorted set by next run), PREFIX-work-Q (list per queue Q) with \
 PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-control, \
 PREFIX-failures. Status events: TML timeline, ENQ queued, WRK running, STP stopped, \
-DIE failed, TMO timed out, BAD unparsable schedule.";
+DIE failed, TMO timed out, INT stopped because its worker stopped, REC recovered after \
+its worker vanished, BAD unparsable schedule.";
 
 /// Files, environment and exit codes, after the options of `redbike --help`.
 pub const MAIN_AFTER: &str = "\
@@ -29,7 +30,11 @@ warn, <6> info, <7> debug) instead of the timestamp.
 Exit codes: 0 success; 1 any other failure; 2 usage error or bad input, nothing was \
 written to Redis; 69 Redis unreachable; 75 Redis out of memory: set or load refused to \
 write into a full Redis, or Redis evicted jobs load wrote (the message says how many \
-were written); 128+N a dispatcher or worker ended by a second signal N.
+were written); 78 an error that retrying cannot fix (Redis \
+refused the password or the database, the ACL user lacks a permission, a key has the \
+wrong type, the server lacks a command, the timefile cannot be written): a dispatcher \
+or worker that meets one before its first pass or claim worked exits with it, later it \
+logs it and tries again every few seconds; 128+N a dispatcher or worker ended by a second signal N.
 
 Redis settings that lose jobs without an error (a maxmemory-policy other than \
 noeviction, no persistence, memory near maxmemory, evicted keys) are named by ping, \
@@ -79,9 +84,11 @@ transitions.";
 /// The worker's job contract, for `work`.
 pub const WORK: &str = "\
 Each job runs COMMAND ARGS... JOBID, never through a shell, with stdin from /dev/null, \
-in its own process group, and with the environment plus REDBIKE_JOBID, REDBIKE_QUEUE, \
-REDBIKE_PREFIX, REDBIKE_SCHEDULE and REDBIKE_BACKOFF_FILE. Its output lines go to the \
-log prefixed with [JOBID].
+in its own process group, and with the worker's environment less REDBIKE_REDIS_URL and \
+REDBIKE_CONFIG (redbike's way to Redis, password included; pass-redis-env = true in \
+[redbike] keeps them), plus REDBIKE_JOBID, REDBIKE_QUEUE, REDBIKE_PREFIX, \
+REDBIKE_SCHEDULE and REDBIKE_BACKOFF_FILE. Its output lines go to the log prefixed \
+with [JOBID].
 
 A job's output is bounded per run: a line longer than --output-line-bytes (default \
 8192) is cut there and marked <cut at N bytes>, its rest skipped; past \
@@ -112,7 +119,7 @@ QUEUES is the weighting string: A:A:B works queue A twice for each time it works
 The queue of a job is the part of its id after the last ':'.
 
 While its jobs are short (under 50 ms on average), a worker claims a few more than it \
-has free slots (up to 50 ms of work per slot, at most max(16, concurrency)), so a slot \
+has free slots (up to 50 ms of work per slot, at most max(32, concurrency)), so a slot \
 starts its next job without waiting for Redis. Such a job is leased like a running one \
 (status WRK); if it waits more than 2 s for a slot (a job in front turned out long), or \
 the worker stops, it goes back to the head of its queue, status ENQ, as if never \
@@ -120,9 +127,16 @@ claimed.
 
 control HALT and SIGTERM, SIGINT, SIGHUP, SIGQUIT stop claiming, hand back the jobs \
 claimed ahead, let running jobs finish for up to the grace period, then stop them as \
-on timeout, record every outcome and exit 0. A second signal kills the jobs and exits \
-at once (jobs claimed ahead are then recovered by a dispatcher, status REC, like the \
-killed ones).";
+on timeout (status INT instead of TMO), record every outcome and exit 0. A second \
+signal kills the jobs and exits at once (jobs claimed ahead are then recovered by a \
+dispatcher, status REC, like the killed ones). The directory of backoff files \
+(redbike-work-* under $TMPDIR) is removed at an orderly stop.
+
+A worker whose claims fail backs off (at most every 5 s) and logs one line when the \
+failure begins, changes or ends, and a reminder every minute. An error that retrying \
+cannot fix (wrong password, missing ACL permission, a wrong-typed queue key) exits \
+with status 78 when it comes before the first claim worked; later it is retried, so \
+that a running worker carries on by itself once the cause is fixed.";
 
 /// The dispatcher's behaviour, for `dispatch`.
 pub const DISPATCH: &str = "\
@@ -132,7 +146,9 @@ dispatchers may share a prefix (run two for high availability, each with its own
 timefile). The timefile holds the time of the last completed pass; the first pass uses \
 --after, else the timefile, else now. control HALT stops it within a second; a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
-with capped backoff.";
+with capped backoff, one log line when a failure begins, changes or ends, and a \
+reminder every minute. An error that retrying cannot fix (see exit status 78) before \
+the first pass worked ends the dispatcher with status 78; later it is retried.";
 
 /// What `check` reports and how `--repair` fixes it.
 pub const CHECK: &str = "\

@@ -1,6 +1,8 @@
 //! A Redis connection for long-running loops that rides out outages without blocking
-//! the loop: it reconnects with capped backoff when asked, logs one line when Redis goes
-//! away and one when it is back.
+//! the loop: it reconnects with capped backoff when asked, and logs one line when a
+//! failure begins, changes or ends (with a reminder while it lasts, see
+//! [`crate::retry::Trouble`]). An error that retrying cannot fix, met before the loop
+//! has ever done its work (see [`Link::settle`]), ends the loop instead.
 
 use std::time::{Duration, Instant};
 
@@ -8,8 +10,8 @@ use redis::{Connection, RedisError};
 
 use crate::{
     config::Config,
-    error::is_connection_error,
-    retry::Backoff,
+    error::{cannot_fix, describe_redis, is_connection_error, Error},
+    retry::Trouble,
     store,
     topology::{self, must_reconnect, Topology},
 };
@@ -27,18 +29,22 @@ pub struct Link {
     who: &'static str,
     /// The connection while it is up.
     con: Option<Connection>,
-    /// Delays between attempts while Redis is down.
-    backoff: Backoff,
     /// No attempt before this instant.
     retry_at: Instant,
-    /// When the current outage began (logged once).
-    down_since: Option<Instant>,
+    /// The failure going on, logged once per change of state.
+    trouble: Trouble,
+    /// Whether the failure going on is an outage (the connection, not a command).
+    outage: bool,
     /// Set when a new connection was made; cleared by [`Link::take_fresh`].
     fresh: bool,
     /// The Sentinels' master switches counted when the connection was made.
     switches: u64,
     /// `host:port` of the server connected to.
     server: String,
+    /// Whether the loop has done its work once (see [`Link::settle`]).
+    settled: bool,
+    /// An error retrying cannot fix, met before the loop settled: the loop ends.
+    gave_up: Option<Error>,
 }
 
 impl Link {
@@ -48,12 +54,14 @@ impl Link {
             config: config.clone(),
             who,
             con: None,
-            backoff: Backoff::new(),
             retry_at: Instant::now(),
-            down_since: None,
+            trouble: Trouble::new(who),
+            outage: false,
             fresh: false,
             switches: 0,
             server: String::new(),
+            settled: false,
+            gave_up: None,
         }
     }
 
@@ -78,7 +86,15 @@ impl Link {
                     self.server = reached.server;
                     self.fresh = true;
                 }
-                Err(crate::error::Error::Unreachable { reason, .. }) => self.down(&reason),
+                Err(Error::Unreachable { reason, .. }) => {
+                    let url = self.config.redis.display_url();
+                    self.down(&format!("redis at {url} failed: {reason}"));
+                }
+                Err(e @ Error::Refused { .. }) => {
+                    self.outage = false;
+                    let message = e.to_string();
+                    self.cannot_fix("refused", &message, e);
+                }
                 Err(e) => self.down(&e.to_string()),
             }
         }
@@ -99,19 +115,34 @@ impl Link {
     /// Reports a failed command: a lost connection, or a server that is no longer the
     /// one to talk to (READONLY after a failover, MOVED after a resharding), is dropped
     /// and connected anew with backoff, which asks the Sentinels or the cluster again;
-    /// other errors (OOM, NOSCRIPT...) back off on the same connection.
+    /// other errors (OOM, WRONGTYPE, NOPERM ...) back off on the same connection.
     pub fn failed(&mut self, e: &RedisError) {
         if is_connection_error(e) || must_reconnect(e) {
             self.con = None;
+            let url = self.config.redis.display_url();
+            let text = crate::config::mask_urls_in(&describe_redis(e));
+            self.down(&format!("redis at {url} failed: {text}"));
+            return;
         }
-        self.down(&crate::config::mask_url(&e.to_string()));
+        // Redis answered: not an outage, but the command cannot do its work.
+        self.outage = false;
+        let text = crate::config::mask_urls_in(&describe_redis(e));
+        let message = format!("redis refused a command: {text}");
+        if cannot_fix(e).is_some() {
+            self.cannot_fix(&kind_of(e), &message, Error::Redis(e.clone()));
+        } else {
+            let d = self.trouble.failed(&kind_of(e), &message, false);
+            self.delay(d);
+        }
     }
 
     /// Reports a connection that can no longer be used, whatever the error: replies
     /// it owes are lost, so it is dropped and connected anew with backoff.
     pub fn lost(&mut self, e: &RedisError) {
         self.con = None;
-        self.down(&crate::config::mask_url(&e.to_string()));
+        let url = self.config.redis.display_url();
+        let text = crate::config::mask_urls_in(&describe_redis(e));
+        self.down(&format!("redis at {url} failed: {text}"));
     }
 
     /// Whether the Sentinels vouch for the server connected to as the master, with no
@@ -125,43 +156,90 @@ impl Link {
     /// failover, so connect anew (asking the Sentinels again) after a backoff.
     pub fn unconfirmed(&mut self) {
         self.con = None;
-        self.down("writes not acknowledged by replicas (wait-replicas)");
+        let url = self.config.redis.display_url();
+        self.down(&format!(
+            "redis at {url}: writes not acknowledged by replicas (wait-replicas)"
+        ));
     }
 
-    fn down(&mut self, why: &str) {
-        if self.down_since.is_none() {
-            crate::log_warn!(
-                "{}: redis at {} failed: {why}; retrying with backoff (at most every {}s)",
-                self.who,
-                self.config.redis.display_url(),
-                Backoff::MAX.as_secs()
-            );
-            self.down_since = Some(Instant::now());
+    /// An outage: the connection failed. However it fails next, it is one outage: one
+    /// state, logged once (and reminded).
+    fn down(&mut self, message: &str) {
+        self.outage = true;
+        let delay = self.trouble.failed("outage", message, false);
+        self.delay(delay);
+    }
+
+    fn delay(&mut self, d: Duration) {
+        self.retry_at = Instant::now() + d;
+    }
+
+    /// An error retrying cannot fix ends the loop (the caller reports it), unless the
+    /// loop ever did its work: then the cause may be new (a key or an ACL changed
+    /// under it) and fixed again while the loop backs off, without dropping the jobs
+    /// it runs.
+    fn cannot_fix(&mut self, kind: &str, message: &str, e: Error) {
+        if self.settled {
+            let d = self.trouble.failed(kind, message, true);
+            self.delay(d);
+        } else {
+            self.gave_up = Some(e);
         }
-        self.retry_at = Instant::now() + self.backoff.step();
     }
 
-    /// Reports a successful command, ending an outage.
+    /// Reports that the loop did its work once (a dispatcher's pass, a worker's claim):
+    /// from now on errors that retrying cannot fix are retried, not fatal.
+    pub fn settle(&mut self) {
+        self.settled = true;
+    }
+
+    /// The error that ends the loop: one that retrying cannot fix, met before the loop
+    /// ever did its work (at start-up).
+    pub fn gave_up(&mut self) -> Option<Error> {
+        self.gave_up.take()
+    }
+
+    /// Reports a successful command, ending a failure.
     pub fn ok(&mut self) {
-        if let Some(t) = self.down_since.take() {
-            crate::log_info!(
-                "{}: redis at {} is back after {:.1}s; carrying on",
-                self.who,
-                self.config.redis.display_url(),
-                t.elapsed().as_secs_f64()
-            );
-            self.backoff = Backoff::new();
+        if let Some(t) = self.trouble.ok() {
+            if self.outage {
+                crate::log_info!(
+                    "{}: redis at {} is back after {:.1}s; carrying on",
+                    self.who,
+                    self.config.redis.display_url(),
+                    t.as_secs_f64()
+                );
+            } else {
+                crate::log_info!(
+                    "{}: redis commands work again after {:.1}s; carrying on",
+                    self.who,
+                    t.as_secs_f64()
+                );
+            }
+            self.outage = false;
         }
     }
 
-    /// Whether an outage is going on (a command failed and none has worked since).
+    /// Whether an outage is going on (the connection failed and no command has worked
+    /// since). A command that Redis refused is not an outage.
     pub fn is_down(&self) -> bool {
-        self.down_since.is_some()
+        self.trouble.failing() && self.outage
     }
 
-    /// How long until the next attempt is due, while Redis is down or backing off.
+    /// How long until the next attempt is due, while a failure goes on.
     pub fn wait(&self) -> Option<Duration> {
-        self.down_since
-            .map(|_| self.retry_at.saturating_duration_since(Instant::now()))
+        self.trouble
+            .failing()
+            .then(|| self.retry_at.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// The kind of a Redis error, for telling one failure from the next: the connection,
+/// or the error code Redis answered with.
+pub fn kind_of(e: &RedisError) -> String {
+    if is_connection_error(e) {
+        "connection".into()
+    } else {
+        e.code().unwrap_or(e.category()).to_string()
     }
 }

@@ -3,8 +3,12 @@
 
 use std::{sync::Arc, time::Duration};
 
+use redis::Connection;
+
 use crate::{
     config::Config,
+    error::{cannot_fix, describe_redis, is_connection_error},
+    link::kind_of,
     retry,
     shutdown::Shutdown,
     topology::{self, Topology},
@@ -45,15 +49,33 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("listener".into())
         .spawn(move || {
+            let mut trouble = retry::Trouble::new("listener");
             while let Some(mut con) = retry::connect(&config, &shutdown, None) {
                 let switches = topology::master_switches();
-                let mut pubsub = con.as_pubsub();
-                let ready = channels.iter().try_for_each(|c| pubsub.subscribe(c)).is_ok()
+                let subscribed = subscribe(&mut con, &channels)
                     // Short reads so a stop request is seen within a second.
-                    && pubsub.set_read_timeout(Some(Duration::from_secs(1))).is_ok();
-                if ready {
-                    on_heard(Heard::Connected);
-                }
+                    .and_then(|()| con.set_read_timeout(Some(Duration::from_secs(1))));
+                let mut pubsub = con.as_pubsub();
+                let ready = match subscribed {
+                    Ok(()) => {
+                        if let Some(t) = trouble.ok() {
+                            crate::log_info!(
+                                "listener: subscribed again after {:.1}s; wake-ups work",
+                                t.as_secs_f64()
+                            );
+                        }
+                        on_heard(Heard::Connected);
+                        true
+                    }
+                    // The main loop reports outages; a refusal is the listener's own.
+                    Err(e) if !is_connection_error(&e) => {
+                        let meanwhile = "jobs are still found, by polling, up to a second later";
+                        let wait = refused(&mut trouble, &e, "the wake-up channels", meanwhile);
+                        shutdown.sleep(wait);
+                        continue;
+                    }
+                    Err(_) => false,
+                };
                 // A master switch moves the messages to the new master: resubscribe there.
                 while ready && !shutdown.requested() && topology::master_switches() == switches {
                     match pubsub.get_message() {
@@ -73,11 +95,39 @@ pub fn spawn(
         })
 }
 
+/// Reports a subscription to `channels` that `e` refused, and what happens
+/// `meanwhile`, once per change of state; the backoff to wait before trying again.
+fn refused(
+    trouble: &mut retry::Trouble,
+    e: &redis::RedisError,
+    channels: &str,
+    meanwhile: &str,
+) -> Duration {
+    let message = format!(
+        "cannot subscribe to {channels}: {}; {meanwhile}",
+        describe_redis(e)
+    );
+    trouble.failed(&kind_of(e), &message, cannot_fix(e).is_some())
+}
+
+/// Subscribes `con` to `channels` and reads every confirmation. redis-rs's
+/// `PubSub::subscribe` drops the server's reply, so a refusal (NOPERM: a channel the
+/// ACL user may not use) would pass unnoticed, and the listener would wait for ever on
+/// channels it never joined.
+fn subscribe(con: &mut Connection, channels: &[String]) -> redis::RedisResult<()> {
+    con.send_packed_command(&redis::cmd("SUBSCRIBE").arg(channels).get_packed_command())?;
+    for _ in channels {
+        con.recv_response()?.extract_error()?;
+    }
+    Ok(())
+}
+
 /// Listens to the sentinels, one at a time, for `+switch-master` of our master and
 /// records each switch, so that every loop leaves the old master at once instead of
 /// writing to it until it is demoted (writes that the new master never sees).
 fn watch_switches(plan: &Topology, shutdown: &Shutdown, on_heard: &dyn Fn(Heard)) {
     let name = plan.master_name.clone().unwrap_or_default();
+    let mut trouble = retry::Trouble::new("sentinel-watch");
     let mut next = 0;
     while !shutdown.requested() {
         next += 1;
@@ -85,14 +135,16 @@ fn watch_switches(plan: &Topology, shutdown: &Shutdown, on_heard: &dyn Fn(Heard)
             shutdown.sleep(Duration::from_millis(500));
             continue;
         };
+        let subscribed = subscribe(&mut con, &["+switch-master".to_string()])
+            .and_then(|()| con.set_read_timeout(Some(Duration::from_secs(1))));
         let mut pubsub = con.as_pubsub();
-        if pubsub.subscribe("+switch-master").is_err()
-            || pubsub
-                .set_read_timeout(Some(Duration::from_secs(1)))
-                .is_err()
-        {
+        if let Err(e) = subscribed {
+            let meanwhile = "failovers are still noticed, by the errors they cause";
+            let wait = refused(&mut trouble, &e, "+switch-master at a sentinel", meanwhile);
+            shutdown.sleep(wait);
             continue;
         }
+        trouble.ok();
         while !shutdown.requested() {
             match pubsub.get_message() {
                 Ok(msg) => {

@@ -7,7 +7,7 @@ use chrono_tz::Tz;
 
 use crate::{
     csvio::ScheduleRow,
-    error::{Error, Result},
+    error::{is_connection_error, redis_text, Error, Result},
     hazards::{self, Probe},
     schedule::Placement,
     store::{PlaceItem, Store, PLACE_BATCH},
@@ -101,6 +101,14 @@ pub fn written_before(e: Error, written: usize, total: usize) -> Error {
             written,
             total,
             detail: "it answered OOM: used memory > maxmemory".into(),
+        },
+        // The batch under way may or may not have been written: placing is idempotent,
+        // so the message says that running the same command again is safe.
+        Error::Redis(r) if is_connection_error(&r) => Error::LoadCut {
+            written,
+            unsure: PLACE_BATCH.min(total.saturating_sub(written)),
+            total,
+            reason: redis_text(&r),
         },
         other => other,
     }

@@ -39,6 +39,8 @@ pub(crate) struct Running {
     pub kill_at: Option<Instant>,
     /// Whether it was killed.
     pub killed: bool,
+    /// Whether its deadline is the worker's stop (HALT, a signal), not its timeout.
+    pub interrupted: bool,
 }
 
 /// A job that ended, for the loop to record.
@@ -133,6 +135,7 @@ impl Pool {
                     deadline: now + r.timeout,
                     kill_at: None,
                     killed: false,
+                    interrupted: false,
                 };
                 state.running.insert(slot, running);
                 return Some((job, state.ready.len() + 1 == state.low));
@@ -151,6 +154,7 @@ impl Pool {
             return false;
         };
         let end = match r.kill_at {
+            Some(_) if r.interrupted => End::Interrupted,
             Some(_) => End::TimedOut,
             None => End::Outcome(outcome),
         };

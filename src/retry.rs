@@ -42,6 +42,98 @@ impl Backoff {
     }
 }
 
+/// How often a failure that goes on is logged again, after the line that said it began.
+pub const REMIND_EVERY: Duration = Duration::from_secs(60);
+
+/// A repeated failure of one loop, logged once per change of state: one line when it
+/// begins, one when it turns into another failure, a reminder every [`REMIND_EVERY`]
+/// while it lasts, and one when it ends. It also keeps the loop's [`Backoff`].
+#[derive(Debug)]
+pub struct Trouble {
+    /// Who is failing, for the log lines (`worker`, `listener`).
+    who: String,
+    /// The failure going on: its kind, when it began, when it was last logged.
+    current: Option<(String, Instant, Instant)>,
+    /// Delays between attempts.
+    backoff: Backoff,
+}
+
+impl Trouble {
+    /// No failure yet.
+    pub fn new(who: impl Into<String>) -> Trouble {
+        Trouble {
+            who: who.into(),
+            current: None,
+            backoff: Backoff::new(),
+        }
+    }
+
+    /// Reports a failure of kind `kind` (failures of one kind are one state), described
+    /// by `message`; returns how long to wait before trying again. `cannot_fix`: the
+    /// message says that retrying cannot fix it; attempts go on, at the capped rate, so
+    /// that the loop carries on by itself once an operator has fixed the cause.
+    pub fn failed(&mut self, kind: &str, message: &str, cannot_fix: bool) -> Duration {
+        let max = Backoff::MAX.as_secs();
+        let retry = if cannot_fix {
+            format!("retrying every {max}s until an operator fixes it")
+        } else {
+            format!("retrying with backoff (at most every {max}s)")
+        };
+        let line = self.note(kind, Instant::now());
+        let who = &self.who;
+        match line {
+            Some(Line::Began) => crate::log_warn!("{who}: {message}; {retry}"),
+            Some(Line::Changed(t)) => crate::log_warn!(
+                "{who}: {message} (failing for {:.0}s now); {retry}",
+                t.as_secs_f64()
+            ),
+            Some(Line::Reminder(t)) => crate::log_warn!(
+                "{who}: still failing after {:.0}s: {message}",
+                t.as_secs_f64()
+            ),
+            None => {}
+        }
+        self.backoff.step()
+    }
+
+    /// Records a failure of kind `kind` at `now`; the line it calls for, if any.
+    fn note(&mut self, kind: &str, now: Instant) -> Option<Line> {
+        let (line, since, logged) = match self.current.take() {
+            None => (Some(Line::Began), now, now),
+            Some((k, since, _)) if k != kind => (Some(Line::Changed(now - since)), since, now),
+            Some((_, since, logged)) if now - logged >= REMIND_EVERY => {
+                (Some(Line::Reminder(now - since)), since, now)
+            }
+            Some((_, since, logged)) => (None, since, logged),
+        };
+        self.current = Some((kind.to_string(), since, logged));
+        line
+    }
+
+    /// Reports a success; the duration of the failure it ends, if one was going on.
+    pub fn ok(&mut self) -> Option<Duration> {
+        let (_, since, _) = self.current.take()?;
+        self.backoff = Backoff::new();
+        Some(since.elapsed())
+    }
+
+    /// Whether a failure is going on.
+    pub fn failing(&self) -> bool {
+        self.current.is_some()
+    }
+}
+
+/// The line a failure calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Line {
+    /// A failure began.
+    Began,
+    /// It turned into a failure of another kind; failing for this long.
+    Changed(Duration),
+    /// It goes on; for this long.
+    Reminder(Duration),
+}
+
 /// Connects, retrying with [`Backoff`] until it works or a stop is requested (`None`).
 /// Logs one line when the first attempt fails and one when it finally works, unless
 /// `who` is `None` (a helper whose outage the main loop reports already).
@@ -73,4 +165,42 @@ pub fn connect(config: &Config, shutdown: &Shutdown, who: Option<&str>) -> Optio
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_is_logged_when_it_begins_changes_and_once_a_minute() {
+        let mut t = Trouble::new("x");
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert_eq!(t.note("WRONGTYPE", at(0)), Some(Line::Began));
+        // The same failure, again and again: silent until the reminder is due.
+        for s in 1..60 {
+            assert_eq!(t.note("WRONGTYPE", at(s)), None, "{s}");
+        }
+        assert_eq!(
+            t.note("WRONGTYPE", at(60)),
+            Some(Line::Reminder(Duration::from_secs(60)))
+        );
+        assert_eq!(t.note("WRONGTYPE", at(61)), None);
+        assert_eq!(
+            t.note("NOPERM", at(70)),
+            Some(Line::Changed(Duration::from_secs(70)))
+        );
+        assert_eq!(t.note("NOPERM", at(71)), None);
+        assert!(t.failing());
+        assert!(t.ok().is_some());
+        assert!(!t.failing() && t.ok().is_none());
+        assert_eq!(t.note("NOPERM", at(80)), Some(Line::Began));
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let mut b = Backoff::new();
+        let steps: Vec<u64> = (0..8).map(|_| b.step().as_millis() as u64).collect();
+        assert_eq!(steps, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+    }
 }

@@ -38,6 +38,11 @@ const JOB_VARS: &[&str] = &[
     "REDBIKE_BACKOFF_FILE",
 ];
 
+/// The variables through which redbike itself finds Redis (a URL with the password,
+/// the config file with the password or the TLS key's path); jobs do not get them
+/// unless `pass-redis-env` says so.
+pub const REDIS_ENV: &[&str] = &["REDBIKE_REDIS_URL", "REDBIKE_CONFIG"];
+
 /// Exit code by which a job asks to stop (its schedule becomes STOP).
 pub const EXIT_STOP: i32 = 100;
 /// Exit code by which a job asks to be unset.
@@ -68,10 +73,12 @@ pub struct CommandWorker {
 
 impl CommandWorker {
     /// A runner of `command` for the queue cycle `queues`, with per-queue `timeouts`.
+    /// Jobs get the worker's environment without [`REDIS_ENV`], unless `redis_env`.
     pub fn new(
         command: Vec<String>,
         queues: Vec<String>,
         timeouts: BTreeMap<String, Duration>,
+        redis_env: bool,
     ) -> Result<CommandWorker> {
         if command.is_empty() || command[0].is_empty() {
             return Err(Error::Input(
@@ -88,8 +95,16 @@ impl CommandWorker {
             .prefix("redbike-work-")
             .tempdir()
             .map_err(|e| Error::io("cannot create a directory for backoff files", e))?;
-        let spawner = Spawner::new(&command, JOB_VARS)
+        let mut spawner = Spawner::new(&command, JOB_VARS)
             .map_err(|e| Error::io("cannot prepare to run the command", e))?;
+        if !redis_env {
+            spawner.hide(REDIS_ENV);
+        }
+        // Jobs run as the worker's user, who may read /proc/PID/environ of the
+        // worker (with REDBIKE_REDIS_URL in it) while the worker is dumpable; not
+        // dumpable, those files are root's. Jobs start dumpable again (exec resets it).
+        // SAFETY: prctl(2) with integer arguments only.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
         Ok(CommandWorker {
             command,
             queues,

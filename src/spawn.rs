@@ -57,6 +57,17 @@ impl Spawner {
         })
     }
 
+    /// Leaves the variables named in `names` out of every job's environment.
+    pub fn hide(&mut self, names: &[&str]) {
+        self.env.retain(|a| {
+            !names.iter().any(|n| {
+                a.as_bytes()
+                    .strip_prefix(n.as_bytes())
+                    .is_some_and(|rest| rest.first() == Some(&b'='))
+            })
+        });
+    }
+
     /// Starts the command with `arg` appended and the variables set to `values` (in
     /// the order [`Spawner::new`] named them), its stdout and stderr on `output`.
     pub fn spawn(&self, arg: &OsStr, values: &[&OsStr], output: BorrowedFd) -> io::Result<Child> {

@@ -14,6 +14,9 @@ pub const STP: &str = "STP";
 pub const DIE: &str = "DIE";
 /// The job ran past its timeout and was stopped (new in this implementation).
 pub const TMO: &str = "TMO";
+/// The job was still running when its worker stopped (HALT, a stop signal) and was
+/// stopped after the grace period (new in this implementation).
+pub const INT: &str = "INT";
 /// The job's worker vanished mid-run and the job was put back (new in this implementation).
 pub const REC: &str = "REC";
 

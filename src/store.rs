@@ -120,12 +120,14 @@ pub fn reach(config: &Config, timeout: Duration) -> Result<Reached> {
 
 /// [`reach`] with a topology already planned from `config`.
 fn reach_with(topology: &Topology, config: &Config, timeout: Duration) -> Result<Reached> {
-    topology
-        .connect(timeout)
-        .map_err(|reason| Error::Unreachable {
-            url: config.redis.display_url(),
-            reason: crate::config::mask_url(&reason),
-        })
+    topology.connect(timeout).map_err(|e| {
+        let url = config.redis.display_url();
+        let reason = crate::config::mask_urls_in(&e.reason);
+        match e.cannot_fix {
+            Some(hint) => Error::Refused { url, reason, hint },
+            None => Error::Unreachable { url, reason },
+        }
+    })
 }
 
 fn action(placement: Placement) -> (&'static str, i64) {
@@ -203,7 +205,8 @@ pub fn with_store<T>(config: &Config, mut f: impl FnMut(&mut Store<'_>) -> Resul
     loop {
         let (mut con, server) = match reach_with(&topology, config, COMMAND_TIMEOUT) {
             Ok(reached) => (reached.con, reached.server),
-            Err(_) if patient && Instant::now() < deadline => {
+            // A refusal (wrong password, missing database) is no failover: fail at once.
+            Err(Error::Unreachable { .. }) if patient && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(250));
                 continue;
             }

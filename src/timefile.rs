@@ -58,7 +58,10 @@ pub fn check_writable(path: &Path) -> Result<()> {
     let tmp = temp_path(path);
     fs::write(&tmp, b"")
         .and_then(|()| fs::remove_file(&tmp))
-        .map_err(|e| Error::io(format!("cannot write timefile {path:?}"), e))
+        .map_err(|e| Error::CannotFix {
+            what: format!("cannot write timefile {path:?}: {e}"),
+            hint: "make its directory writable for this user, or set `timefile` in [redbike] to a writable place".into(),
+        })
 }
 
 /// The reference instant of `set`, `load` and a starting dispatcher: `--after`, else the
@@ -68,6 +71,28 @@ pub fn reference_instant(after: Option<i64>, path: &Path) -> Result<i64> {
         Some(ts) => Ok(ts),
         None => Ok(read(path)?.unwrap_or_else(crate::timestamp::now)),
     }
+}
+
+/// How far (seconds) the timefile's time may be from now before `set` and `load` warn
+/// that it, not now, is their reference instant. A running dispatcher rewrites it
+/// every second; five minutes off means no dispatcher has used it for a while (a stale
+/// file in the current directory, a dispatcher down), or a clock that is off.
+pub const STALE_AFTER: i64 = 300;
+
+/// [`reference_instant`] for `set` and `load`, with a warning when the timefile's time
+/// is more than [`STALE_AFTER`] seconds from now.
+pub fn reference_for_set(after: Option<i64>, path: &Path) -> Result<i64> {
+    let ts = reference_instant(after, path)?;
+    let off = crate::timestamp::now() - ts;
+    if after.is_none() && off.abs() > STALE_AFTER {
+        crate::log_warn!(
+            "the timefile {path:?} says {} ({}s {}), not now: next runs are computed from that instant, as a dispatcher catching up would; give --after to choose the instant, or delete the timefile if no dispatcher uses it",
+            crate::timestamp::iso_utc(ts),
+            off.abs(),
+            if off > 0 { "ago" } else { "ahead" }
+        );
+    }
+    Ok(ts)
 }
 
 #[cfg(test)]

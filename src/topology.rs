@@ -92,6 +92,31 @@ pub struct Reached {
     pub slot: Option<u16>,
 }
 
+/// Why no connection could be made; password-free.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectError {
+    /// What went wrong where.
+    pub reason: String,
+    /// What to do when retrying cannot fix it (a wrong password, a database that does
+    /// not exist, a missing ACL permission); `None` for an outage.
+    pub cannot_fix: Option<&'static str>,
+}
+
+impl From<String> for ConnectError {
+    fn from(reason: String) -> ConnectError {
+        ConnectError {
+            reason,
+            cannot_fix: None,
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 fn bad(key: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError::Value {
         key,
@@ -210,7 +235,7 @@ impl Topology {
 
     /// Connects to the server this plan leads to; the error says what went wrong
     /// where, password-free.
-    pub fn connect(&self, timeout: Duration) -> Result<Reached, String> {
+    pub fn connect(&self, timeout: Duration) -> Result<Reached, ConnectError> {
         match self.mode {
             Mode::Standalone => {
                 let con = self.open(&self.targets[0], timeout)?;
@@ -231,7 +256,10 @@ impl Topology {
         if self.mode != Mode::Sentinel {
             return None;
         }
-        Some(self.open(&self.targets[n % self.targets.len()], timeout))
+        Some(
+            self.open(&self.targets[n % self.targets.len()], timeout)
+                .map_err(|e| e.reason),
+        )
     }
 
     /// Whether the Sentinels agree that `server` is the master and no failover is going
@@ -268,10 +296,11 @@ impl Topology {
     }
 
     /// Tries the sentinels or seed nodes in turn until one leads to the server.
+    /// Retrying cannot fix the failure only if it cannot fix any of the attempts.
     fn each_target(
         &self,
-        mut attempt: impl FnMut(&ConnectionInfo) -> Result<Reached, String>,
-    ) -> Result<Reached, String> {
+        mut attempt: impl FnMut(&ConnectionInfo) -> Result<Reached, ConnectError>,
+    ) -> Result<Reached, ConnectError> {
         let mut errors = Vec::new();
         for target in &self.targets {
             match attempt(target) {
@@ -279,14 +308,23 @@ impl Topology {
                 Err(e) => errors.push(e),
             }
         }
-        Err(errors.join("; "))
+        let cannot_fix = errors
+            .iter()
+            .map(|e| e.cannot_fix)
+            .reduce(|a, b| a.and(b))
+            .flatten();
+        let reasons: Vec<String> = errors.into_iter().map(|e| e.reason).collect();
+        Err(ConnectError {
+            reason: reasons.join("; "),
+            cannot_fix,
+        })
     }
 
     fn via_sentinel(
         &self,
         sentinel: &ConnectionInfo,
         timeout: Duration,
-    ) -> Result<Reached, String> {
+    ) -> Result<Reached, ConnectError> {
         let at = address(sentinel);
         let name = self.master_name.as_deref().unwrap_or_default();
         let mut con = self.open(sentinel, timeout)?;
@@ -294,7 +332,7 @@ impl Topology {
             .arg("GET-MASTER-ADDR-BY-NAME")
             .arg(name)
             .query(&mut con)
-            .map_err(|e| format!("sentinel {at}: {e}"))?;
+            .map_err(|e| format!("sentinel {at}: {}", crate::error::redis_text(&e)))?;
         let (host, port) =
             master.ok_or_else(|| format!("sentinel {at} knows no master named {name:?}"))?;
         let mut con = self.open_server(&host, port, timeout)?;
@@ -303,7 +341,8 @@ impl Topology {
             Ok(role) if role.first() != Some(&redis::Value::BulkString(b"master".to_vec())) => {
                 return Err(format!(
                     "sentinel {at} named {host}:{port}, which is not a master (yet); a failover is going on"
-                ));
+                )
+                .into());
             }
             // ROLE refused by an ACL: trust the sentinel.
             _ => {}
@@ -319,7 +358,7 @@ impl Topology {
         &self,
         seed: &ConnectionInfo,
         timeout: Duration,
-    ) -> Result<Reached, String> {
+    ) -> Result<Reached, ConnectError> {
         let at = address(seed);
         let tag = self.hash_tag.as_deref().unwrap_or_default();
         let mut con = self.open(seed, timeout)?;
@@ -327,11 +366,11 @@ impl Topology {
             .arg("KEYSLOT")
             .arg(tag)
             .query(&mut con)
-            .map_err(|e| format!("cluster node {at}: {e}"))?;
+            .map_err(|e| format!("cluster node {at}: {}", crate::error::redis_text(&e)))?;
         let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
             .arg("SLOTS")
             .query(&mut con)
-            .map_err(|e| format!("cluster node {at}: {e}"))?;
+            .map_err(|e| format!("cluster node {at}: {}", crate::error::redis_text(&e)))?;
         let (host, port) = slot_owner(&ranges, slot)
             .ok_or_else(|| format!("cluster node {at}: no node serves slot {slot}"))?;
         // An empty host means "the address you reached me at".
@@ -345,17 +384,24 @@ impl Topology {
     }
 
     /// A connection to the data server found at `host:port`, with its auth, db and TLS.
-    fn open_server(&self, host: &str, port: u16, timeout: Duration) -> Result<Connection, String> {
+    fn open_server(
+        &self,
+        host: &str,
+        port: u16,
+        timeout: Duration,
+    ) -> Result<Connection, ConnectError> {
         let insecure = is_insecure(self.server.addr());
         let info = retarget(self.server.clone(), self.tls, insecure, Some((host, port)));
         self.open(&info, timeout)
     }
 
     /// One connection to `info`, with TLS files applied and time limits set.
-    fn open(&self, info: &ConnectionInfo, timeout: Duration) -> Result<Connection, String> {
+    fn open(&self, info: &ConnectionInfo, timeout: Duration) -> Result<Connection, ConnectError> {
         let at = address(info);
-        let fail =
-            |e: redis::RedisError| format!("{at}: {}", crate::config::mask_url(&e.to_string()));
+        let fail = |e: redis::RedisError| ConnectError {
+            reason: format!("{at}: {}", connect_failure(&e, timeout)),
+            cannot_fix: crate::error::cannot_fix(&e),
+        };
         let client = if self.tls {
             redis::Client::build_with_tls(info.clone(), self.tls_files.read()?).map_err(fail)?
         } else {
@@ -372,9 +418,25 @@ impl Topology {
             } else {
                 ""
             };
-            format!("{}{hint}", fail(e))
+            let mut failed = fail(e);
+            failed.reason.push_str(hint);
+            failed
         })?;
         Ok(con)
+    }
+}
+
+/// What a failed connection attempt says, in one line: a timeout says how long it
+/// waited (not "Resource temporarily unavailable"), a server that does not speak Redis
+/// (an HTTP port, say) says so instead of dumping the parser's complaint.
+fn connect_failure(e: &redis::RedisError, timeout: Duration) -> String {
+    if e.is_timeout() {
+        format!(
+            "no answer within {}s (timed out): is the server overloaded, or is this port not a Redis server?",
+            timeout.as_secs_f64()
+        )
+    } else {
+        crate::config::mask_urls_in(&crate::error::redis_text(e))
     }
 }
 

@@ -201,8 +201,11 @@ impl Settings {
 pub(crate) enum End {
     /// The job ended by itself.
     Outcome(Outcome),
-    /// The loop stopped it: timeout, or shutdown past the grace period.
+    /// The loop stopped it: it ran past its timeout.
     TimedOut,
+    /// The loop stopped it: the worker was stopping (HALT, a signal) and the job ran
+    /// past the grace period.
+    Interrupted,
     /// Its worker vanished mid-run; a dispatcher puts it back.
     Recovered,
 }
@@ -224,6 +227,7 @@ struct Decision {
 fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision {
     let failure = match end {
         End::TimedOut => Some(status::TMO),
+        End::Interrupted => Some(status::INT),
         End::Recovered => Some(status::REC),
         End::Outcome(Outcome::Failed(_)) => Some(status::DIE),
         _ => None,
@@ -452,7 +456,7 @@ pub fn run(
         let _ = signal_tx.send(Event::Signal(n));
     });
     let pool = Arc::new(Pool::new(settings.concurrency));
-    spawn_slots(&worker, settings.concurrency, &pool, &tx)?;
+    let slots = spawn_slots(&worker, settings.concurrency, &pool, &tx)?;
     let mut lp = Loop {
         worker,
         settings,
@@ -476,6 +480,14 @@ pub fn run(
     };
     let result = lp.run(config, &rx, tx);
     pool.close();
+    if result.is_ok() || pool.lock().running.is_empty() {
+        // After an orderly stop (or a failed start) no job runs: the slots exit at
+        // once. Waiting for them drops their handles on the worker before the process
+        // exits, so its clean-up runs (the runner's directory of backoff files goes).
+        for slot in slots {
+            let _ = slot.join();
+        }
+    }
     result
 }
 
@@ -485,12 +497,13 @@ fn spawn_slots(
     n: usize,
     pool: &Arc<Pool>,
     events: &mpsc::Sender<Event>,
-) -> Result<()> {
+) -> Result<Vec<std::thread::JoinHandle<()>>> {
+    let mut handles = Vec::with_capacity(n);
     for slot in 0..n {
         let worker = Arc::clone(worker);
         let pool = Arc::clone(pool);
         let events = events.clone();
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name(format!("slot-{slot}"))
             .spawn(move || {
                 while let Some((job, low)) = pool.take(slot) {
@@ -505,8 +518,9 @@ fn spawn_slots(
                 }
             })
             .map_err(|e| Error::io("cannot start a job thread", e))?;
+        handles.push(handle);
     }
-    Ok(())
+    Ok(handles)
 }
 
 /// The loop's state.
@@ -576,6 +590,11 @@ impl Loop {
                 }
             } else {
                 self.talk();
+            }
+            // An error that retrying cannot fix, before any claim worked: a worker that
+            // can never claim a job exits (EX_CONFIG) rather than retry for ever.
+            if let Some(e) = self.link.gave_up() {
+                return Err(e);
             }
             let wait = self.next_wait();
             let first = if wait.is_zero() {
@@ -674,7 +693,10 @@ impl Loop {
         );
         let limit = Instant::now() + self.settings.grace;
         for r in pool.running.values_mut() {
-            r.deadline = r.deadline.min(limit);
+            if limit < r.deadline {
+                r.deadline = limit;
+                r.interrupted = true;
+            }
         }
     }
 
@@ -728,6 +750,10 @@ impl Loop {
                 End::TimedOut | End::Recovered => {
                     crate::log_warn!("job {} was stopped after {secs:.2}s (TMO)", e.job.id)
                 }
+                End::Interrupted => crate::log_warn!(
+                    "job {} was stopped after {secs:.2}s because the worker is stopping (INT)",
+                    e.job.id
+                ),
                 End::Outcome(Outcome::Failed(why)) => {
                     crate::log_warn!("job {} failed after {secs:.2}s: {why} (DIE)", e.job.id)
                 }
@@ -748,14 +774,27 @@ impl Loop {
         let mut pool = self.pool.lock();
         for r in pool.running.values_mut() {
             match r.kill_at {
+                None if now >= r.deadline && r.interrupted => {
+                    crate::log_warn!(
+                        "job {} is still running {}s after the worker began to stop; asking it to stop (SIGTERM)",
+                        r.job.id,
+                        self.settings.grace.as_secs()
+                    );
+                    self.worker.stop(&r.job, false);
+                    r.kill_at = Some(now + self.settings.grace);
+                }
                 None if now >= r.deadline => {
-                    crate::log_warn!("job {} ran out of time; asking it to stop", r.job.id);
+                    crate::log_warn!(
+                        "job {} ran out of time ({}s); asking it to stop (SIGTERM)",
+                        r.job.id,
+                        (r.deadline - r.started).as_secs()
+                    );
                     self.worker.stop(&r.job, false);
                     r.kill_at = Some(now + self.settings.grace);
                 }
                 Some(at) if !r.killed && now >= at => {
                     crate::log_warn!(
-                        "job {} did not stop within {}s; killing it",
+                        "job {} did not stop within {}s of SIGTERM; killing it (SIGKILL)",
                         r.job.id,
                         self.settings.grace.as_secs()
                     );
@@ -1030,8 +1069,17 @@ impl Loop {
                 return self.ground();
             }
         }
-        self.link.ok();
-        self.absorb(replies, flight);
+        let claimed = !flight.tags.is_empty();
+        match self.absorb(replies, flight) {
+            // One failure state for the link (backoff, one log line), not a line per job.
+            Some(e) => self.link.failed(&e),
+            None => {
+                self.link.ok();
+                if claimed {
+                    self.link.settle();
+                }
+            }
+        }
     }
 
     /// The connection broke with round trips in flight: their replies are lost, so
@@ -1175,8 +1223,15 @@ impl Loop {
         inv
     }
 
-    /// Applies the replies of one round trip, in the order `send` sent the commands.
-    fn absorb(&mut self, replies: Vec<redis::RedisResult<Value>>, flight: Flight) {
+    /// Applies the replies of one round trip, in the order `send` sent the commands;
+    /// returns the first error Redis answered with (the outcomes and hand-backs it
+    /// concerns are kept to be written again).
+    fn absorb(
+        &mut self,
+        replies: Vec<redis::RedisResult<Value>>,
+        flight: Flight,
+    ) -> Option<redis::RedisError> {
+        let mut error = None;
         let mut replies = replies.into_iter();
         let outcomes = flight.outcomes;
         let results = match outcomes.is_empty() {
@@ -1202,7 +1257,8 @@ impl Loop {
                     r.first().cloned().flatten().unwrap_or_default()
                 ),
                 Err(e) => {
-                    crate::log_error!("job {}: cannot record its outcome: {e}; retrying", f.job.id);
+                    crate::log_debug!("job {}: cannot record its outcome: {e}", f.job.id);
+                    error.get_or_insert(e);
                     self.pending.push(f);
                 }
             }
@@ -1212,7 +1268,8 @@ impl Loop {
             match reply.and_then(|v| redis::from_redis_value::<String>(v).map_err(Into::into)) {
                 Ok(result) => crate::log_debug!("job {} handed back: {result}", r.job.id),
                 Err(e) => {
-                    crate::log_error!("job {}: cannot hand it back: {e}; retrying", r.job.id);
+                    crate::log_debug!("job {}: cannot hand it back: {e}", r.job.id);
+                    error.get_or_insert(e);
                     failed.insert(0, r);
                 }
             }
@@ -1229,17 +1286,23 @@ impl Loop {
         let leases = flight.verify.then(|| replies.next().and_then(|r| r.ok()));
         if flight.poll {
             self.last_poll = Some(Instant::now());
-            if let Some(Ok(Value::Int(n))) = replies.next() {
-                self.may_have_work |= n > 0;
+            match replies.next() {
+                Some(Ok(Value::Int(n))) => self.may_have_work |= n > 0,
+                Some(Err(e)) => {
+                    error.get_or_insert(e);
+                }
+                _ => {}
             }
-            if let Some(Ok(v)) = replies.next() {
-                if redis::from_redis_value::<Option<String>>(v)
-                    .ok()
-                    .flatten()
-                    .as_deref()
-                    == Some("HALT")
-                {
-                    self.begin_stop("on HALT");
+            match replies.next().transpose() {
+                Ok(v) => {
+                    let said =
+                        v.and_then(|v| redis::from_redis_value::<Option<String>>(v).ok().flatten());
+                    if said.as_deref() == Some("HALT") {
+                        self.begin_stop("on HALT");
+                    }
+                }
+                Err(e) => {
+                    error.get_or_insert(e);
                 }
             }
             if flight.health > 0 {
@@ -1248,12 +1311,16 @@ impl Loop {
         }
         match claim_reply {
             Some(Ok(v)) => self.start_claimed(v, &flight.tags, flight.sent),
-            Some(Err(e)) => crate::log_error!("claim failed: {e}"),
+            Some(Err(e)) => {
+                crate::log_debug!("claim failed: {e}");
+                error.get_or_insert(e);
+            }
             None => {}
         }
         if let Some(leases) = leases {
             self.start_confirmed(leases);
         }
+        error
     }
 
     /// Hands claimed jobs to the slots.
@@ -1423,6 +1490,15 @@ mod tests {
         assert_eq!(
             decide(Some("CONTINUE"), &End::TimedOut, 100, &hold).mode,
             "place"
+        );
+    }
+
+    #[test]
+    fn help_says_how_many_jobs_are_claimed_ahead() {
+        let said = format!("at most max({AHEAD_AT_MOST}, concurrency)");
+        assert!(
+            crate::help::WORK.contains(&said),
+            "help::WORK lacks {said:?}"
         );
     }
 

@@ -253,7 +253,9 @@ fn unwritable_timefile_is_reported_at_start() {
     )
     .unwrap();
     let o = bike(&s, d.path()).args(["-c", "c.conf", "dispatch"]).run();
-    o.fails(1, "cannot write timefile");
+    // An error that retrying cannot fix: exit 78, which the systemd unit does not restart.
+    o.fails(78, "cannot write timefile")
+        .stderr_has("retrying cannot fix this");
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod check;
 mod collisions;
 mod deploy;
 mod dispatch;
+mod edges;
 mod faults;
 mod harness;
 mod hazards;

@@ -22,7 +22,7 @@ use rcgen::{
 };
 use tempfile::TempDir;
 
-use crate::harness::wait_until;
+use crate::harness::{skip, wait_until};
 
 /// The name the sentinels monitor the master under.
 pub const MASTER_NAME: &str = "mymaster";
@@ -285,7 +285,7 @@ impl TlsServer {
     /// Starts one; `None` (with a printed reason) when redis-server lacks TLS.
     pub fn start(auth_clients: bool) -> Option<TlsServer> {
         if !redis_has_tls() {
-            println!("SKIPPED: this redis-server was built without TLS (tls-port is refused)");
+            skip("this redis-server was built without TLS (tls-port is refused)");
             return None;
         }
         let dir = tempfile::tempdir().unwrap();

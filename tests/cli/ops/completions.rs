@@ -30,7 +30,9 @@ fn each_shell_gets_a_script_naming_the_subcommands() {
         match syntax_ok(shell, &file) {
             Some(ok) => assert!(ok, "{shell} -n rejects the script"),
             None if shell == "bash" => panic!("bash is needed to check the bash script"),
-            None => eprintln!("{shell} is not installed: syntax of its script not checked"),
+            None => skip(&format!(
+                "{shell} is not installed: syntax of its script not checked"
+            )),
         }
     }
 }

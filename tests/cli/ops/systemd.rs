@@ -176,7 +176,7 @@ fn systemd_analyze_verify_accepts_the_units() {
         .output()
         .is_err()
     {
-        eprintln!("systemd-analyze is not installed: units not verified");
+        skip("systemd-analyze is not installed: units not verified");
         return;
     }
     // verify insists that ExecStart's program exists: point it at the built binary.
