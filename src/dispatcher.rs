@@ -8,7 +8,7 @@
 
 use std::{
     sync::mpsc,
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use crate::{
@@ -104,6 +104,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut link = Link::new(config, "dispatcher");
     let mut started = false;
     let mut timefile_trouble = Trouble::new("dispatcher");
+    let mut timefile_retry = Instant::now();
     let mut written = None;
     let mut odd_logged = false;
     let mut recovery = Recovery::new(Settings::from_config(config));
@@ -155,11 +156,12 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                         crate::log_info!("no due job waits for its queue's keys any more");
                     }
                 }
-                if written != Some(point) {
-                    report_timefile(
+                if written != Some(point) && Instant::now() >= timefile_retry {
+                    let wait = report_timefile(
                         timefile::write(&config.timefile, point),
                         &mut timefile_trouble,
                     );
+                    timefile_retry = Instant::now() + wait;
                     written = Some(point);
                 }
                 if p.halted {
@@ -204,12 +206,11 @@ fn link_failed(link: &mut Link, e: Error) -> Result<()> {
     }
 }
 
-/// Logs a failing timefile once per change of state (with a reminder), not every second.
-fn report_timefile(result: Result<()>, trouble: &mut Trouble) {
+/// Logs a failing timefile once per change of state (with a reminder), not every
+/// second; how long to wait before writing it again.
+fn report_timefile(result: Result<()>, trouble: &mut Trouble) -> Duration {
     match result {
-        Err(e) => {
-            trouble.failed(&e.to_string(), &e.to_string(), false);
-        }
+        Err(e) => trouble.failed(&e.to_string(), &e.to_string(), false),
         Ok(()) => {
             if let Some(t) = trouble.ok() {
                 crate::log_info!(
@@ -217,6 +218,7 @@ fn report_timefile(result: Result<()>, trouble: &mut Trouble) {
                     t.as_secs_f64()
                 );
             }
+            Duration::ZERO
         }
     }
 }

@@ -43,6 +43,13 @@ fn acl_user(s: &RedisServer, without: &[&str], no_channels: bool) -> String {
     format!("redis://rb:{SECRET}@127.0.0.1:{}/0", s.port)
 }
 
+/// Stops a dispatcher or worker with SIGTERM and asserts that it exits 0.
+fn stopped_by_sigterm(w: Bg) {
+    signal(w.child(), libc::SIGTERM);
+    let (code, err) = w.finish(10.0);
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// Lines of `text` that contain `part`.
 fn lines_with(text: &str, part: &str) -> usize {
     text.lines().filter(|l| l.contains(part)).count()
@@ -104,9 +111,7 @@ fn job_environment(config: &str) -> (String, String) {
         stderr_of(w.child())
     );
     std::thread::sleep(Duration::from_millis(200));
-    signal(w.child(), libc::SIGTERM);
-    let (code, err) = w.finish(10.0);
-    assert_eq!(code, Some(0), "{err}");
+    stopped_by_sigterm(w);
     let env = std::fs::read_to_string(path(&d, "env.env:A")).unwrap();
     let parent = std::fs::read(path(&d, "parent.env:A")).unwrap();
     (env, String::from_utf8_lossy(&parent).into_owned())
@@ -247,9 +252,35 @@ fn a_dispatcher_meeting_a_wrong_type_later_logs_it_once_as_refused_not_an_outage
     let _: () = s.con().del("t-timeline").unwrap();
     assert!(wait_stderr(w.child(), "commands work again", 10.0));
     assert!(!stderr_of(w.child()).contains("is back after"));
-    signal(w.child(), libc::SIGTERM);
-    let (code, err) = w.finish(10.0);
-    assert_eq!(code, Some(0), "{err}");
+    stopped_by_sigterm(w);
+}
+
+#[test]
+fn a_timefile_failing_later_is_logged_once_and_its_recovery_too() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let w = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
+    let tf = path(&d, ".redbike.timefile");
+    assert!(wait_until(10.0, || tf.exists()));
+    // A directory where the file was: every rename onto it fails (even for root).
+    std::fs::remove_file(&tf).unwrap();
+    std::fs::create_dir(&tf).unwrap();
+    std::fs::write(tf.join("keep"), "").unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        lines_with(&stderr_of(w.child()), "cannot write timefile"),
+        1,
+        "{}",
+        stderr_of(w.child())
+    );
+    std::fs::remove_dir_all(&tf).unwrap();
+    assert!(wait_stderr(
+        w.child(),
+        "the timefile is written again",
+        10.0
+    ));
+    assert!(tf.is_file());
+    stopped_by_sigterm(w);
 }
 
 #[test]
