@@ -134,6 +134,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.control.clone(), "string"),
             (k.failures.clone(), "hash"),
             (k.leases.clone(), "zset"),
+            (k.fencing.clone(), "string"),
         ];
         let head = format!("{}-work-", k.prefix);
         let pattern = format!("{}-*", glob_escape(&k.prefix));

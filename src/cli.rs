@@ -82,7 +82,8 @@ pub struct WorkFlags {
     #[arg(long, value_name = "SECS", value_parser = limits::arg::timeout,
           allow_negative_numbers = true)]
     pub timeout: Option<u64>,
-    /// Seconds between SIGTERM and SIGKILL when a job is stopped, 1..=86400 [default: 5]
+    /// Seconds between SIGTERM and SIGKILL when a job is stopped, 1..=86400; a vanished
+    /// worker's jobs are recovered grace + 5 s after their last confirmation [default: 5]
     #[arg(long, value_name = "SECS", value_parser = limits::arg::grace,
           allow_negative_numbers = true)]
     pub grace: Option<u64>,
@@ -126,6 +127,17 @@ pub enum Command {
     Tell {
         /// The job id
         jobid: String,
+    },
+    /// For a job's own command: exit 0 if its run still holds the job's lease, 1 if not
+    /// (another run may be under way: refuse to write)
+    #[command(after_long_help = help::HOLDS_LEASE)]
+    HoldsLease {
+        /// The job id
+        #[arg(env = "REDBIKE_JOBID")]
+        jobid: String,
+        /// The run's fencing token
+        #[arg(env = "REDBIKE_FENCING_TOKEN")]
+        token: String,
     },
     /// Print statuses as CSV rows JOBID,EVENT,TIMESTAMP, sorted by job id
     Statuses {
@@ -289,6 +301,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         } => cmd_set(&config, &jobid, &schedule, after.as_deref()),
         Command::Unset { jobid } => cmd_unset(&config, &jobid),
         Command::Tell { jobid } => cmd_tell(&config, &jobid),
+        Command::HoldsLease { jobid, token } => cmd_holds_lease(&config, &jobid, &token),
         Command::Statuses { before } => cmd_statuses(&config, before.as_deref()),
         Command::Schedules => cmd_schedules(&config),
         Command::Control { signal } => cmd_control(&config, &signal),
@@ -393,6 +406,20 @@ fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
     print_line(&json)?;
     Ok(ExitCode::Success)
+}
+
+fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
+    jobid::validate(id)?;
+    let token: u64 = token.trim().parse().map_err(|_| {
+        Error::Input(format!(
+            "bad fencing token {token:?}: give the whole number the job got in REDBIKE_FENCING_TOKEN"
+        ))
+    })?;
+    if with_store(config, |store| store.holds_lease(id, token))? {
+        Ok(ExitCode::Success)
+    } else {
+        Ok(ExitCode::Failure)
+    }
 }
 
 fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
@@ -587,8 +614,9 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         limits.log_lines = flags.output_log_lines.unwrap_or(limits.log_lines);
         limits.log_bytes = flags.output_log_bytes.unwrap_or(limits.log_bytes);
     }
-    let runner = runner::CommandWorker::new(command, queues, timeouts, w.pass_redis_env)?
-        .with_output_limits(output_limits, queue_output_limits);
+    let runner =
+        runner::CommandWorker::new(command, queues, timeouts, w.pass_redis_env, settings.grace)?
+            .with_output_limits(output_limits, queue_output_limits);
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(false)

@@ -41,7 +41,7 @@ pub struct Options {
 }
 
 /// The outcome of one pass.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Pass {
     /// Due jobs taken off the timeline.
     pub taken: usize,
@@ -51,8 +51,10 @@ pub struct Pass {
     pub deferred: usize,
     /// Whether the control key says HALT.
     pub halted: bool,
-    /// The earliest recovery time in the running index, if any job is running.
-    pub earliest_recovery: Option<i64>,
+    /// The earliest recovery instant in the running index, if any job is running.
+    pub earliest_recovery: Option<f64>,
+    /// Redis's clock (`TIME`), which those instants are on.
+    pub redis_now: f64,
     /// Of the deferred, jobs whose queue's keys hold other types (`redbike check`
     /// names them): they wait on the timeline rather than fail the pass.
     pub odd: usize,
@@ -62,8 +64,8 @@ pub struct Pass {
 pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        type Reply = (usize, usize, usize, i64, Option<f64>, usize);
-        let (taken, enqueued, deferred, halted, lease, odd): Reply = scripts::DISPATCH
+        type Reply = (usize, usize, usize, i64, Option<f64>, usize, f64);
+        let (taken, enqueued, deferred, halted, lease, odd, clock): Reply = scripts::DISPATCH
             .key(&store.keys.timeline)
             .key(&store.keys.statuses)
             .key(&store.keys.control)
@@ -77,7 +79,8 @@ pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
         total.enqueued += enqueued;
         total.deferred += deferred;
         total.halted = halted == 1;
-        total.earliest_recovery = lease.map(|t| t as i64);
+        total.earliest_recovery = lease;
+        total.redis_now = clock;
         total.odd += odd;
         if taken < BATCH {
             return Ok(total);
@@ -137,7 +140,12 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             false => Ok(()),
         };
         let result = looked.and_then(|()| pass(&mut store, point)).and_then(|p| {
-            recovery.tick(&mut store, p.earliest_recovery, timestamp::now())?;
+            recovery.tick(
+                &mut store,
+                p.earliest_recovery,
+                p.redis_now,
+                timestamp::now(),
+            )?;
             Ok(p)
         });
         match result {

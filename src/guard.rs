@@ -1,6 +1,7 @@
 //! The job guard: a tiny helper process that kills the process groups of running jobs
-//! when the worker dies, however it dies (kill -9 included), so a job that a dispatcher
-//! recovers elsewhere never overlaps its orphan.
+//! when the worker dies, however it dies (kill -9 included), or goes silent (frozen by
+//! SIGSTOP, or stuck waiting for a Redis that no longer answers), so a job that a
+//! dispatcher recovers elsewhere never overlaps its orphan.
 //!
 //! Jobs used to get this from `PR_SET_PDEATHSIG`, set between fork and exec; but any
 //! such step makes std spawn by fork + exec, which copies the worker's page tables for
@@ -13,23 +14,58 @@
 //! kernel closes it when the worker exits, the guard's read then returns, and the guard
 //! sends SIGKILL to every process group listed in a table both share (one entry per
 //! slot, 0 when the slot runs nothing).
+//!
+//! Fencing: each entry also holds the instant until which the worker confirmed the job
+//! to Redis (see `FENCE_AFTER` in `worker.rs`). The worker's heartbeats push it on
+//! after each refresh Redis acknowledged; when it passes, the guard sends the job's
+//! process group SIGTERM (unless the worker already asked the job to stop), and SIGKILL
+//! a grace period later, whatever the worker is doing meanwhile.
 
 use std::{
     os::fd::{AsRawFd, OwnedFd},
-    sync::atomic::{AtomicI32, Ordering},
+    sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering},
+    time::{Duration, Instant},
 };
 
 use crate::error::{Error, Result};
 
 /// Slots the shared table has room for; jobs of slots beyond it run unguarded (a
 /// worker never runs that many jobs at once: each slot is a thread). The table is
-/// 256 KiB of shared anonymous memory; only the pages slots touch are ever backed.
+/// 1 MiB of shared anonymous memory; only the pages slots touch are ever backed.
 pub const SLOTS: usize = 65_536;
+
+/// Longest the guard sleeps between looks at the fencing instants: a job's first
+/// instant is at least a second after it starts, so none is missed by more than the
+/// time it takes to look.
+const LOOK_EVERY_MS: i64 = 500;
+
+/// One slot's entry in the shared table.
+#[repr(C)]
+struct Slot {
+    /// Process group of the job running in the slot, or 0.
+    pgid: AtomicI32,
+    /// How far the job was told to stop: 0 not yet, 1 SIGTERM sent (by the worker or
+    /// the guard), 2 SIGKILL sent by the guard.
+    stage: AtomicI32,
+    /// CLOCK_MONOTONIC nanoseconds at which the job is fenced (0: never).
+    fence_at: AtomicI64,
+}
+
+/// The shared table.
+#[repr(C)]
+struct Table {
+    /// Slots ever used (the guard looks at these only).
+    used: AtomicUsize,
+    /// Grace period between SIGTERM and SIGKILL when fencing, in nanoseconds.
+    grace_ns: AtomicI64,
+    /// One entry per slot.
+    slots: [Slot; SLOTS],
+}
 
 /// The worker's side of the guard.
 pub struct Guard {
-    /// The shared table: process group of the job running in each slot, or 0.
-    table: *const AtomicI32,
+    /// The shared table.
+    table: *const Table,
     /// The pipe's write end; the guard wakes up when it is closed.
     alive: Option<OwnedFd>,
     /// The guard's process id.
@@ -43,9 +79,14 @@ unsafe impl Send for Guard {}
 unsafe impl Sync for Guard {}
 
 impl Guard {
-    /// Starts the guard process.
-    pub fn start() -> Result<Guard> {
+    /// Starts the guard process; a fenced job gets `grace` between SIGTERM and SIGKILL.
+    pub fn start(grace: Duration) -> Result<Guard> {
         let table = map_table()?;
+        // SAFETY: the mapping is ours and zero-filled; nothing else uses it yet.
+        unsafe { &*table }.grace_ns.store(
+            grace.as_nanos().min(i64::MAX as u128) as i64,
+            Ordering::SeqCst,
+        );
         let (read, write) =
             std::io::pipe().map_err(|e| Error::io("cannot make the job guard's pipe", e))?;
         let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
@@ -67,12 +108,45 @@ impl Guard {
         }
     }
 
-    /// Records the process group of the job now running in `slot` (0: none).
-    pub fn set(&self, slot: usize, pgid: i32) {
-        if slot < SLOTS {
-            // SAFETY: slot < SLOTS, inside the mapping.
-            unsafe { (*self.table.add(slot)).store(pgid, Ordering::SeqCst) };
+    fn slot(&self, slot: usize) -> Option<&Slot> {
+        // SAFETY: the mapping lives as long as self; slot < SLOTS is inside it.
+        (slot < SLOTS).then(|| unsafe { &(*self.table).slots[slot] })
+    }
+
+    /// Records the process group of the job now running in `slot` (0: none) and the
+    /// instant it is fenced at unless confirmed again (`None`: never).
+    pub fn set(&self, slot: usize, pgid: i32, fence_at: Option<Instant>) {
+        let Some(s) = self.slot(slot) else { return };
+        if pgid == 0 {
+            s.pgid.store(0, Ordering::SeqCst);
+            return;
         }
+        s.stage.store(0, Ordering::SeqCst);
+        s.fence_at
+            .store(fence_at.map_or(0, monotonic_ns), Ordering::SeqCst);
+        s.pgid.store(pgid, Ordering::SeqCst);
+        // SAFETY: as in `slot`.
+        unsafe { &*self.table }
+            .used
+            .fetch_max(slot + 1, Ordering::SeqCst);
+    }
+
+    /// A heartbeat: the job in `slot` was confirmed to Redis until `fence_at`.
+    pub fn confirm(&self, slot: usize, fence_at: Instant) {
+        if let Some(s) = self.slot(slot) {
+            s.fence_at
+                .fetch_max(monotonic_ns(fence_at), Ordering::SeqCst);
+        }
+    }
+
+    /// The worker is about to ask the job in `slot` to stop (SIGTERM): the guard
+    /// sends none from now on. False if the guard already did (the job gets one).
+    pub fn stopping(&self, slot: usize) -> bool {
+        self.slot(slot).is_none_or(|s| {
+            s.stage
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        })
     }
 }
 
@@ -85,18 +159,41 @@ impl Drop for Guard {
         // (none). The mapping is unmapped after the guard is gone.
         unsafe {
             libc::waitpid(self.pid, std::ptr::null_mut(), 0);
-            libc::munmap(self.table as *mut libc::c_void, SLOTS * 4);
+            libc::munmap(
+                self.table as *mut libc::c_void,
+                std::mem::size_of::<Table>(),
+            );
         }
     }
 }
 
+/// CLOCK_MONOTONIC in nanoseconds (async-signal-safe: the guard calls it).
+fn clock_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only the timespec we hand it.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// An instant on CLOCK_MONOTONIC, in nanoseconds.
+fn monotonic_ns(at: Instant) -> i64 {
+    let (now, ns) = (Instant::now(), clock_ns());
+    match at.checked_duration_since(now) {
+        Some(ahead) => ns.saturating_add(ahead.as_nanos() as i64),
+        None => ns.saturating_sub(now.duration_since(at).as_nanos() as i64),
+    }
+}
+
 /// Maps the table, shared with the guard after the fork, zero-filled.
-fn map_table() -> Result<*const AtomicI32> {
+fn map_table() -> Result<*const Table> {
     // SAFETY: an anonymous shared mapping touches no existing memory.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            SLOTS * std::mem::size_of::<AtomicI32>(),
+            std::mem::size_of::<Table>(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
@@ -109,13 +206,13 @@ fn map_table() -> Result<*const AtomicI32> {
             std::io::Error::last_os_error(),
         ));
     }
-    Ok(p as *const AtomicI32)
+    Ok(p as *const Table)
 }
 
-/// The guard process: waits until the worker is gone, kills the listed process groups,
-/// exits. Async-signal-safe calls only (no allocation, no locks): it is forked from a
-/// process that may have other threads.
-unsafe fn guard_main(read: i32, table: *const AtomicI32) -> ! {
+/// The guard process: fences the jobs whose instant passed, until the worker is gone;
+/// then kills the listed process groups and exits. Async-signal-safe calls only (no
+/// allocation, no locks): it is forked from a process that may have other threads.
+unsafe fn guard_main(read: i32, table: *const Table) -> ! {
     // Hold nothing of the worker's but the read end: not its Redis sockets, nor the
     // write end (or the read would never end), nor its stdout/stderr.
     close_all_but(read);
@@ -125,21 +222,73 @@ unsafe fn guard_main(read: i32, table: *const AtomicI32) -> ! {
         libc::signal(sig, libc::SIG_IGN);
     }
     libc::prctl(libc::PR_SET_NAME, c"redbike-guard".as_ptr());
+    let table = &*table;
     let mut buf = [0u8; 16];
     loop {
+        let mut pfd = libc::pollfd {
+            fd: read,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let wait = fence(table);
+        if libc::poll(&mut pfd, 1, wait) <= 0 {
+            continue; // time to look again (or EINTR)
+        }
         let n = libc::read(read, buf.as_mut_ptr().cast(), buf.len());
         if n > 0 || (n < 0 && *libc::__errno_location() == libc::EINTR) {
             continue;
         }
         break;
     }
-    for slot in 0..SLOTS {
-        let pgid = (*table.add(slot)).load(Ordering::SeqCst);
+    for slot in &table.slots[..table.used.load(Ordering::SeqCst).min(SLOTS)] {
+        let pgid = slot.pgid.load(Ordering::SeqCst);
         if pgid > 0 {
             libc::kill(-pgid, libc::SIGKILL);
         }
     }
     libc::_exit(0)
+}
+
+/// Signals the jobs whose fencing instant passed (SIGTERM, then SIGKILL after the grace
+/// period); returns how many milliseconds the guard may sleep before the next is due.
+/// A slot forgets its process group before the worker reaps the job, so the group
+/// cannot be reused while listed (but for the instant between a load and a kill).
+unsafe fn fence(table: &Table) -> i32 {
+    let now = clock_ns();
+    let grace = table.grace_ns.load(Ordering::SeqCst);
+    let mut wait = LOOK_EVERY_MS * 1_000_000;
+    for slot in &table.slots[..table.used.load(Ordering::SeqCst).min(SLOTS)] {
+        let pgid = slot.pgid.load(Ordering::SeqCst);
+        let at = slot.fence_at.load(Ordering::SeqCst);
+        if pgid <= 0 || at == 0 {
+            continue;
+        }
+        let mut stage = slot.stage.load(Ordering::SeqCst);
+        if stage == 0 && now >= at {
+            if slot
+                .stage
+                .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                libc::kill(-pgid, libc::SIGTERM);
+            }
+            stage = 1;
+        }
+        let kill_at = at.saturating_add(grace);
+        if stage == 1 && now >= kill_at {
+            libc::kill(-pgid, libc::SIGKILL);
+            slot.stage.store(2, Ordering::SeqCst);
+            continue;
+        }
+        let next = match stage {
+            0 => at,
+            1 if now >= at => kill_at,
+            1 => at,
+            _ => continue,
+        };
+        wait = wait.min(next - now);
+    }
+    (wait / 1_000_000 + 1) as i32
 }
 
 /// Closes every descriptor except `keep`.

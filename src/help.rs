@@ -87,8 +87,8 @@ Each job runs COMMAND ARGS... JOBID, never through a shell, with stdin from /dev
 in its own process group, and with the worker's environment less REDBIKE_REDIS_URL and \
 REDBIKE_CONFIG (redbike's way to Redis, password included; pass-redis-env = true in \
 [redbike] keeps them), plus REDBIKE_JOBID, REDBIKE_QUEUE, REDBIKE_PREFIX, \
-REDBIKE_SCHEDULE and REDBIKE_BACKOFF_FILE. Its output lines go to the log prefixed \
-with [JOBID].
+REDBIKE_SCHEDULE, REDBIKE_BACKOFF_FILE and REDBIKE_FENCING_TOKEN (larger for every \
+later run; see holds-lease). Its output lines go to the log prefixed with [JOBID].
 
 A job's output is bounded per run: a line longer than --output-line-bytes (default \
 8192) is cut there and marked <cut at N bytes>, its rest skipped; past \
@@ -115,6 +115,13 @@ grace period, status TMO, and goes back into circulation per its schedule, once.
 the worker dies, even by kill -9, its guard process (redbike-guard) kills the process \
 group of every job it was running.
 
+Fencing: a worker that has not confirmed a running job to Redis for 3 s (frozen, or \
+cut off from Redis) stops it itself: SIGTERM, SIGKILL after the grace period; its guard \
+does the same if the worker itself is frozen. A dispatcher may recover the job only 3 s \
++ grace + 2 s after the last confirmation (10 s with the default grace), on Redis's \
+clock, so the fenced run is gone by then. Once it reaches Redis again the worker \
+records status FNC (and last_failure FNC) unless the job was recovered meanwhile.
+
 QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \
 The queue of a job is the part of its id after the last ':'.
 
@@ -137,6 +144,18 @@ failure begins, changes or ends, and a reminder every minute. An error that retr
 cannot fix (wrong password, missing ACL permission, a wrong-typed queue key) exits \
 with status 78 when it comes before the first claim worked; later it is retried, so \
 that a running worker carries on by itself once the cause is fixed.";
+
+/// What `holds-lease` checks, for jobs that write elsewhere.
+pub const HOLDS_LEASE: &str = "\
+Run by a job's own command before a write it must not make twice: exit 0 if this run \
+(REDBIKE_JOBID, REDBIKE_FENCING_TOKEN) still holds the job's lease (the lease key holds \
+its tag and its running-index entry is not past its recovery instant, on Redis's \
+clock), 1 if not, 69 if Redis is unreachable, 2 on bad input. It needs to reach Redis \
+itself (jobs do not get the worker's credentials unless pass-redis-env = true: give \
+it a config file, --redis-url or REDBIKE_REDIS_URL). A check is true at the \
+moment it is made only; a store that keeps the highest REDBIKE_FENCING_TOKEN it has \
+seen and refuses writes with a lower one is safe even against a machine paused \
+between the check and the write.";
 
 /// The dispatcher's behaviour, for `dispatch`.
 pub const DISPATCH: &str = "\

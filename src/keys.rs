@@ -10,7 +10,8 @@
 //! | `P-work-Q-members` | set | job ids in queue `Q` |
 //! | `P-work-Q-JOBID` | string, expiring | the lease of a running job |
 //! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS` or `REC:TS` (new here) |
-//! | `P-leases` | sorted set | running job id -> when to recover it if its worker stops refreshing (new here) |
+//! | `P-leases` | sorted set | running job id -> when to recover it if its worker stops refreshing, on Redis's clock (new here) |
+//! | `P-fencing` | string | the last fencing token given to a run (new here) |
 //!
 //! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
 //! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
@@ -34,6 +35,8 @@ pub struct Keys {
     /// `P-leases`: the index of running jobs, scored by when to recover them if their
     /// worker stops refreshing it (the original's workers do not maintain it).
     pub leases: String,
+    /// `P-fencing`: the counter of fencing tokens, one per run claimed by our workers.
+    pub fencing: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -111,6 +114,7 @@ impl Keys {
             control: format!("{prefix}-control"),
             failures: format!("{prefix}-failures"),
             leases: format!("{prefix}-leases"),
+            fencing: format!("{prefix}-fencing"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

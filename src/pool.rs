@@ -41,6 +41,10 @@ pub(crate) struct Running {
     pub killed: bool,
     /// Whether its deadline is the worker's stop (HALT, a signal), not its timeout.
     pub interrupted: bool,
+    /// When it is to be stopped unless confirmed to Redis again (far off: never).
+    pub fence_at: Instant,
+    /// Whether it was stopped for that (fenced).
+    pub fenced: bool,
 }
 
 /// A job that ended, for the loop to record.
@@ -136,6 +140,12 @@ impl Pool {
                     kill_at: None,
                     killed: false,
                     interrupted: false,
+                    // Without fencing, a deadline that never comes (a year on).
+                    fence_at: r
+                        .job
+                        .fence_at
+                        .unwrap_or(now + Duration::from_secs(365 * 86_400)),
+                    fenced: false,
                 };
                 state.running.insert(slot, running);
                 return Some((job, state.ready.len() + 1 == state.low));
@@ -153,7 +163,11 @@ impl Pool {
         let Some(r) = state.running.remove(&slot) else {
             return false;
         };
+        // A job that failed past its fencing instant was killed by the guard while
+        // the loop could not act (frozen, or waiting on Redis).
+        let guarded = matches!(outcome, Outcome::Failed(_)) && Instant::now() >= r.fence_at;
         let end = match r.kill_at {
+            _ if r.fenced || guarded => End::Fenced,
             Some(_) if r.interrupted => End::Interrupted,
             Some(_) => End::TimedOut,
             None => End::Outcome(outcome),

@@ -1,8 +1,11 @@
 //! Recovery: no job falls out of circulation because its worker died.
 //!
 //! Our workers keep each running job in the running index (`P-leases`) and push its
-//! recovery time forward every second; a dispatcher recovers the jobs whose time has
-//! passed (the worker is gone: kill -9, machine lost) — per schedule, status `REC`.
+//! recovery instant forward every second; a dispatcher recovers the jobs whose instant
+//! has passed (the worker is gone: kill -9, machine lost; or it was frozen or cut off,
+//! and has stopped the job itself by then: see `FENCE_AFTER` in `worker.rs`) — per
+//! schedule, status `REC`. The instants are on Redis's clock (`TIME`, read inside the
+//! scripts), so the clocks of the machines involved never matter.
 //! Python workers keep no index, so a slow sweep over all schedules also finds live jobs
 //! that are nowhere (no lease, no queue entry, no timeline entry) and recovers them when
 //! they are still nowhere [`SUSPECT_FOR`] later. Every recovery re-checks its condition
@@ -73,19 +76,21 @@ impl Recovery {
     }
 
     /// Does what is due: recover stale index entries (`earliest` is the earliest
-    /// recovery time in the index) and take a sweep step. Returns jobs recovered.
+    /// recovery instant in the index, `redis_now` Redis's clock) and take a sweep step;
+    /// `now` is what statuses record. Returns jobs recovered.
     pub fn tick(
         &mut self,
         store: &mut Store<'_>,
-        earliest: Option<i64>,
+        earliest: Option<f64>,
+        redis_now: f64,
         now: i64,
     ) -> RedisResult<usize> {
         if Instant::now() < self.quiet_until {
             return Ok(0);
         }
         let mut n = 0;
-        if earliest.is_some_and(|t| t <= now) {
-            n += self.recover_index(store, now)?;
+        if earliest.is_some_and(|t| t <= redis_now) {
+            n += self.recover_index(store, redis_now, now)?;
         }
         if Instant::now() >= self.next_sweep {
             self.next_sweep = Instant::now() + SWEEP_EVERY;
@@ -118,11 +123,18 @@ impl Recovery {
         }
     }
 
-    fn recover_index(&mut self, store: &mut Store<'_>, now: i64) -> RedisResult<usize> {
+    /// Recovers the jobs whose index entry is older than `redis_now` (recover.lua
+    /// checks each again against Redis's clock).
+    fn recover_index(
+        &mut self,
+        store: &mut Store<'_>,
+        redis_now: f64,
+        now: i64,
+    ) -> RedisResult<usize> {
         let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
             .arg(&store.keys.leases)
             .arg("-inf")
-            .arg(now)
+            .arg(redis_now)
             .arg("LIMIT")
             .arg(0)
             .arg(BATCH)

@@ -2,10 +2,10 @@
 //!
 //! The command gets the job id as its last argument, stdin from /dev/null, and the
 //! environment plus `REDBIKE_JOBID`, `REDBIKE_QUEUE`, `REDBIKE_PREFIX`,
-//! `REDBIKE_SCHEDULE` and `REDBIKE_BACKOFF_FILE`. Its output lines go to the log,
-//! prefixed with the job id, within the [`Limits`] of its queue (see `output.rs`).
-//! Exit codes: 0 success (a whole number of seconds written to the backoff file is a
-//! backoff), 100 stop, 101 unset, anything else a failure.
+//! `REDBIKE_SCHEDULE`, `REDBIKE_BACKOFF_FILE` and `REDBIKE_FENCING_TOKEN`. Its output
+//! lines go to the log, prefixed with the job id, within the [`Limits`] of its queue
+//! (see `output.rs`). Exit codes: 0 success (a whole number of seconds written to the
+//! backoff file is a backoff), 100 stop, 101 unset, anything else a failure.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -36,6 +36,7 @@ const JOB_VARS: &[&str] = &[
     "REDBIKE_PREFIX",
     "REDBIKE_SCHEDULE",
     "REDBIKE_BACKOFF_FILE",
+    "REDBIKE_FENCING_TOKEN",
 ];
 
 /// The variables through which redbike itself finds Redis (a URL with the password,
@@ -65,7 +66,7 @@ pub struct CommandWorker {
     /// Job id and process id of running jobs by slot (each job leads its own process
     /// group).
     pids: Mutex<HashMap<usize, (String, i32)>>,
-    /// Kills the jobs' process groups if the worker dies.
+    /// Kills the jobs' process groups if the worker dies or stops confirming them.
     guard: Guard,
     /// Starts the command.
     spawner: Spawner,
@@ -73,12 +74,14 @@ pub struct CommandWorker {
 
 impl CommandWorker {
     /// A runner of `command` for the queue cycle `queues`, with per-queue `timeouts`.
-    /// Jobs get the worker's environment without [`REDIS_ENV`], unless `redis_env`.
+    /// Jobs get the worker's environment without [`REDIS_ENV`], unless `redis_env`; a
+    /// job its guard fences gets `grace` between SIGTERM and SIGKILL.
     pub fn new(
         command: Vec<String>,
         queues: Vec<String>,
         timeouts: BTreeMap<String, Duration>,
         redis_env: bool,
+        grace: Duration,
     ) -> Result<CommandWorker> {
         if command.is_empty() || command[0].is_empty() {
             return Err(Error::Input(
@@ -113,7 +116,7 @@ impl CommandWorker {
             queue_output_limits: BTreeMap::new(),
             backoff_dir,
             pids: Mutex::new(HashMap::new()),
-            guard: Guard::start()?,
+            guard: Guard::start(grace)?,
             spawner,
         })
     }
@@ -141,19 +144,21 @@ impl CommandWorker {
         backoff_file: &PathBuf,
         output: BorrowedFd,
     ) -> std::io::Result<Child> {
-        let values: [&OsStr; 5] = [
+        let token = job.token.map(|t| t.to_string()).unwrap_or_default();
+        let values: [&OsStr; 6] = [
             job.id.as_ref(),
             job.queue.as_ref(),
             job.prefix.as_ref(),
             job.schedule.as_deref().unwrap_or("").as_ref(),
             backoff_file.as_ref(),
+            token.as_ref(),
         ];
         self.spawner.spawn(job.id.as_ref(), &values, output)
     }
 
     /// Records (`Some`) or forgets (`None`) the process of the job running in its slot.
     fn track(&self, job: &Job, pid: Option<i32>) {
-        self.guard.set(job.slot, pid.unwrap_or(0));
+        self.guard.set(job.slot, pid.unwrap_or(0), job.fence_at);
         if let Ok(mut pids) = self.pids.lock() {
             match pid {
                 Some(p) => pids.insert(job.slot, (job.id.clone(), p)),
@@ -407,9 +412,23 @@ impl Worker for CommandWorker {
         // The slot may have moved on to another job since the caller looked.
         if let Some((_, pid)) = pids.get(&job.slot).filter(|(id, _)| *id == job.id) {
             let sig = if force { libc::SIGKILL } else { libc::SIGTERM };
+            // One SIGTERM per run: the guard may have sent it already (fencing).
+            if !force && !self.guard.stopping(job.slot) {
+                return;
+            }
             // SAFETY: kill(2) with a negative pid signals that process group; it touches
             // no memory of ours.
             unsafe { libc::kill(-*pid, sig) };
+        }
+    }
+
+    fn confirm(&self, job: &Job, fence_at: std::time::Instant) {
+        // Under the lock, as in `stop`: the slot may have moved on to another job.
+        let Ok(pids) = self.pids.lock() else {
+            return;
+        };
+        if pids.get(&job.slot).is_some_and(|(id, _)| *id == job.id) {
+            self.guard.confirm(job.slot, fence_at);
         }
     }
 }

@@ -24,6 +24,8 @@ pub static UNSET: LazyLock<Script> = script!("unset.lua");
 pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");
 /// `work`: claim (pop and lease) jobs along the queue cycle.
 pub static CLAIM: LazyLock<Script> = script!("claim.lua");
+/// `work`: confirm running jobs (push their recovery instants forward).
+pub static REFRESH: LazyLock<Script> = script!("refresh.lua");
 /// `work`: hand back a job claimed ahead that never started.
 pub static RELEASE: LazyLock<Script> = script!("release.lua");
 /// `work`: record the outcomes of a batch of runs and reschedule the jobs.

@@ -19,6 +19,9 @@ pub const TMO: &str = "TMO";
 pub const INT: &str = "INT";
 /// The job's worker vanished mid-run and the job was put back (new in this implementation).
 pub const REC: &str = "REC";
+/// The job's worker stopped it because it could not confirm to Redis that the job still
+/// ran (frozen, or cut off from Redis), and put it back (new in this implementation).
+pub const FNC: &str = "FNC";
 
 /// A parsed status value. Unknown events are kept as they are (readers must not choke).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -364,6 +364,25 @@ impl Store<'_> {
         Ok(found == 1)
     }
 
+    /// Whether the run with fencing token `token` still holds `jobid`'s lease: the
+    /// lease key holds that run's tag (which ends in its token) and its entry in the
+    /// running index is not past its recovery instant on Redis's clock. No MULTI is
+    /// needed in this order: an entry only moves forward while its lease is unchanged,
+    /// and a run's tag is never written again once removed, so a lease still ours
+    /// after the entry was read means the entry then stood, and stands, past `TIME`.
+    pub fn holds_lease(&mut self, jobid: &str, token: u64) -> Result<bool> {
+        let (recover_at, tag, (secs, micros)): (Option<f64>, Option<String>, (f64, f64)) =
+            redis::pipe()
+                .zscore(&self.keys.leases, jobid)
+                .get(self.keys.lease(jobid))
+                .cmd("TIME")
+                .query(self.con)?;
+        let ours = tag.is_some_and(|t| {
+            t.len() == 30 && t.get(14..).and_then(|d| d.parse::<u64>().ok()) == Some(token)
+        });
+        Ok(ours && recover_at.is_some_and(|at| at > secs + micros / 1e6))
+    }
+
     /// Everything known about one job, read in one round trip.
     pub fn tell(&mut self, jobid: &str) -> Result<JobInfo> {
         let q = queue_of(jobid);

@@ -100,9 +100,19 @@ pub fn iso_in(ts: i64, tz: Tz) -> String {
     }
 }
 
+/// Seconds added to this process's wall clock, from `REDBIKE_TEST_CLOCK_SKEW`. A test
+/// hook only, never for production: the tests run processes as if on machines whose
+/// clocks disagree, to show that the running index does not depend on them.
+static SKEW: std::sync::LazyLock<i64> = std::sync::LazyLock::new(|| {
+    std::env::var("REDBIKE_TEST_CLOCK_SKEW")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+});
+
 /// The current time in whole unix seconds.
 pub fn now() -> i64 {
-    Utc::now().timestamp()
+    Utc::now().timestamp() + *SKEW
 }
 
 #[cfg(test)]

@@ -43,9 +43,27 @@ pub const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// index for its jobs. A little under a second, so that such a job, found by the next
 /// poll and then claimed and started, still starts within a second of being queued.
 pub const POLL_EVERY: Duration = Duration::from_millis(950);
-/// How long the running index keeps a job of a worker that stopped refreshing it; after
-/// that a dispatcher recovers the job (its worker is taken for dead).
-pub const RECOVER_AFTER: Duration = Duration::from_secs(10);
+/// How long a job may run without its worker confirming it to Redis (a refresh of its
+/// entry in the running index that Redis acknowledged, or its claim): past that the
+/// worker stops it (SIGTERM, then SIGKILL after the grace period), and so does the
+/// guard if the worker is frozen or stuck. About three refreshes (`POLL_EVERY`).
+pub const FENCE_AFTER: Duration = Duration::from_secs(3);
+/// What the recovery instant keeps in hand beyond the fencing interval and the grace
+/// period: the loop's or the guard's lateness in sending a signal and the kernel's in
+/// delivering SIGKILL (milliseconds), and the drift between the worker's clock and
+/// Redis's over a few seconds (microseconds). Both ends of the interval are measured on
+/// one clock each: the worker's own monotonic clock for the fencing, Redis's `TIME`
+/// for the recovery; wall-clock skew between machines plays no part.
+pub const FENCE_MARGIN: Duration = Duration::from_secs(2);
+
+/// How long after the last confirmation a dispatcher may recover a job of a worker
+/// with this grace period (the instant claim.lua and refresh.lua write, on Redis's
+/// clock): the job is stopped at `FENCE_AFTER` and killed a grace period later, so
+/// it is gone `FENCE_MARGIN` before anyone may run it again. 10 s with the default
+/// 5 s grace period, as before fencing; a longer grace period delays recovery as much.
+pub fn recover_after(grace: Duration) -> Duration {
+    FENCE_AFTER + grace + FENCE_MARGIN
+}
 /// Longest a job claimed ahead waits for a slot before it is handed back to its queue
 /// (for other workers). Its lease, set at the claim, has `LEASE_MARGIN` to spare.
 pub const HOLD_AT_MOST: Duration = Duration::from_secs(2);
@@ -75,6 +93,11 @@ pub struct Job {
     pub prefix: String,
     /// The slot (0..concurrency) running it; distinct among jobs running at once.
     pub slot: usize,
+    /// Its run's fencing token (`REDBIKE_FENCING_TOKEN`): larger for every later run.
+    pub token: Option<u64>,
+    /// When the run is to be stopped unless its worker confirms it to Redis again
+    /// (as of its start; the loop moves it on); `None`: never.
+    pub fence_at: Option<Instant>,
 }
 
 /// How a run ended, as the job reports it.
@@ -107,6 +130,9 @@ pub trait Worker: Send + Sync {
     /// Asks a running job to stop (`force`: at once). Called from the loop thread on
     /// timeout and shutdown; a worker that cannot interrupt its jobs ignores it.
     fn stop(&self, _job: &Job, _force: bool) {}
+    /// The job was confirmed to Redis: it may run until `fence_at` (a heartbeat for
+    /// whatever fences the job while the loop cannot).
+    fn confirm(&self, _job: &Job, _fence_at: Instant) {}
 }
 
 /// A [`Worker`] that runs a closure in-process.
@@ -208,6 +234,8 @@ pub(crate) enum End {
     Interrupted,
     /// Its worker vanished mid-run; a dispatcher puts it back.
     Recovered,
+    /// Its worker stopped it because it could not confirm it to Redis in time.
+    Fenced,
 }
 
 /// What finish.lua is told to do.
@@ -229,6 +257,7 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
         End::TimedOut => Some(status::TMO),
         End::Interrupted => Some(status::INT),
         End::Recovered => Some(status::REC),
+        End::Fenced => Some(status::FNC),
         End::Outcome(Outcome::Failed(_)) => Some(status::DIE),
         _ => None,
     };
@@ -309,6 +338,8 @@ struct Claimed {
     queue_index: usize,
     /// The lease tag written for it.
     tag: String,
+    /// Its run's fencing token.
+    token: u64,
     /// When the claim was sent (its lease runs from about then).
     claimed: Instant,
 }
@@ -325,10 +356,14 @@ struct Flight {
     sent: Instant,
     /// Whether it reads the leases of the claims to confirm.
     verify: bool,
-    /// Whether it polls (queues, control key, running index).
+    /// Whether it polls (queues, control key).
     poll: bool,
     /// Replies of its look at the Redis settings (0: none; see `crate::hazards`).
     health: usize,
+    /// When it refreshes the running index: the instant the jobs it finds running
+    /// when its reply comes are confirmed from (the oldest round trip then in flight,
+    /// whose claims the refresh could not name yet).
+    confirms: Option<Instant>,
     /// The replicas its closing WAIT asks for (`wait-replicas`).
     fence: Option<u32>,
     /// How many replies it gets: one per command.
@@ -412,9 +447,15 @@ fn finish_results(
     }
 }
 
-/// A fresh random lease tag: 30 hex digits, as the original makes them.
+/// The random part of a lease tag: 14 hex digits; claim.lua appends the run's fencing
+/// token in 16 decimal digits, making the original's 30 hex digits.
 fn new_tag() -> String {
-    format!("{:030x}", rand::random::<u128>() >> 8)
+    format!("{:014x}", rand::random::<u64>() >> 8)
+}
+
+/// The whole tag claim.lua writes for a run: `new_tag` and the fencing token.
+fn full_tag(random: &str, token: u64) -> String {
+    format!("{random}{token:016}")
 }
 
 /// Blocks SIGCHLD, and the stop signals when a signal thread takes them (see
@@ -754,6 +795,10 @@ impl Loop {
                     "job {} was stopped after {secs:.2}s because the worker is stopping (INT)",
                     e.job.id
                 ),
+                End::Fenced => crate::log_warn!(
+                    "job {} was stopped after {secs:.2}s: its worker could not confirm it to redis (FNC)",
+                    e.job.id
+                ),
                 End::Outcome(Outcome::Failed(why)) => {
                     crate::log_warn!("job {} failed after {secs:.2}s: {why} (DIE)", e.job.id)
                 }
@@ -773,6 +818,22 @@ impl Loop {
         let now = Instant::now();
         let mut pool = self.pool.lock();
         for r in pool.running.values_mut() {
+            if !r.fenced && now >= r.fence_at {
+                // The worker cannot show Redis that the job still runs: a dispatcher may
+                // recover it `recover_after` after the last confirmation; it must be
+                // gone by then.
+                crate::log_warn!(
+                    "job {}: not confirmed to redis for {}s; stopping it before it can be recovered elsewhere (FNC)",
+                    r.job.id,
+                    FENCE_AFTER.as_secs()
+                );
+                r.fenced = true;
+                if r.kill_at.is_none() {
+                    self.worker.stop(&r.job, false);
+                }
+                let kill = r.fence_at + self.settings.grace;
+                r.kill_at = Some(r.kill_at.map_or(kill, |k| k.min(kill)));
+            }
             match r.kill_at {
                 None if now >= r.deadline && r.interrupted => {
                     crate::log_warn!(
@@ -880,6 +941,7 @@ impl Loop {
                 Some(_) if r.killed => continue,
                 Some(at) => at,
             };
+            let next = if r.fenced { next } else { next.min(r.fence_at) };
             wait = wait.min(next.saturating_duration_since(now));
         }
         if let Some(r) = pool.ready.front() {
@@ -942,6 +1004,8 @@ impl Loop {
             return false;
         }
         let now = timestamp::now();
+        // Before anything is sent: Redis runs this round trip after this instant.
+        let sending = Instant::now();
         let mut pipe = redis::pipe();
         if !self.pending.is_empty() {
             pipe.invoke_script(&self.finish_invocation(now));
@@ -975,8 +1039,11 @@ impl Loop {
             if self.watch.due() {
                 health = self.watch.add_to(&mut pipe);
             }
-            self.refresh_running(&mut pipe, now);
         }
+        // The refresh is sent after everything this round trip claims (its jobs are
+        // indexed from the claim) and confirms from the oldest claim still unread.
+        let confirms = (poll && self.refresh_running(&mut pipe))
+            .then(|| self.flights.front().map_or(sending, |f| f.sent));
         let fence = self
             .settings
             .wait
@@ -1004,10 +1071,11 @@ impl Loop {
             outcomes,
             releases: std::mem::take(&mut self.releases),
             tags,
-            sent: Instant::now(),
+            sent: sending,
             verify,
             poll,
             health,
+            confirms,
             fence: fence.map(|(replicas, _)| replicas),
             replies: pipe.len(),
         });
@@ -1025,9 +1093,14 @@ impl Loop {
         let Some(con) = self.link.current() else {
             return false;
         };
-        let load = [&scripts::FINISH, &scripts::CLAIM, &scripts::RELEASE]
-            .into_iter()
-            .try_for_each(|s| s.prepare_invoke().load(con).map(drop));
+        let load = [
+            &scripts::FINISH,
+            &scripts::CLAIM,
+            &scripts::RELEASE,
+            &scripts::REFRESH,
+        ]
+        .into_iter()
+        .try_for_each(|s| s.prepare_invoke().load(con).map(drop));
         match load {
             Ok(()) => true,
             Err(e) => {
@@ -1130,9 +1203,9 @@ impl Loop {
         false
     }
 
-    /// Tells dispatchers this worker is alive: pushes the recovery time of each of its
-    /// running jobs forward (XX: never re-adds a job that was finished or recovered).
-    fn refresh_running(&self, pipe: &mut redis::Pipeline, now: i64) {
+    /// Tells dispatchers this worker is alive: pushes the recovery instant of each of
+    /// its jobs forward (refresh.lua, on Redis's clock). False if it has none.
+    fn refresh_running(&self, pipe: &mut redis::Pipeline) -> bool {
         let pool = self.pool.lock();
         let running = pool.running.values().map(|r| &r.job.id);
         let ready = pool.ready.iter().map(|r| &r.job.id);
@@ -1140,15 +1213,40 @@ impl Loop {
         let back = self.releases.iter().map(|r| &r.job.id);
         let mut ids = running.chain(ready).chain(held).chain(back).peekable();
         if ids.peek().is_none() {
-            return;
+            return false;
         }
-        let at = now + RECOVER_AFTER.as_secs() as i64;
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg(&self.keys.leases).arg("XX");
+        let mut inv = scripts::REFRESH.prepare_invoke();
+        inv.key(&self.keys.leases)
+            .arg(recover_after(self.settings.grace).as_secs());
         for id in ids {
-            cmd.arg(at).arg(id);
+            inv.arg(id);
         }
-        pipe.add_command(cmd).ignore();
+        pipe.invoke_script(&inv);
+        true
+    }
+
+    /// A refresh came back: the jobs claimed are confirmed from `from` on (the guard
+    /// is told so for the running ones), but running ones whose index entry was gone
+    /// (`lost`: recovered while they ran) are stopped at once.
+    fn confirm(&mut self, from: Instant, lost: &[String]) {
+        let fence_at = from + FENCE_AFTER;
+        let mut pool = self.pool.lock();
+        // Jobs claimed ahead start with the deadline of their last confirmation too.
+        for r in pool.ready.iter_mut() {
+            r.job.fence_at = r.job.fence_at.max(Some(fence_at));
+        }
+        for r in pool.running.values_mut().filter(|r| !r.fenced) {
+            if lost.contains(&r.job.id) {
+                crate::log_warn!(
+                    "job {}: it was recovered while it ran (its running index entry is gone)",
+                    r.job.id
+                );
+                r.fence_at = Instant::now();
+            } else if fence_at > r.fence_at {
+                r.fence_at = fence_at;
+                self.worker.confirm(&r.job, fence_at);
+            }
+        }
     }
 
     fn release_invocation<'a>(&self, r: &Ready, now: i64) -> redis::ScriptInvocation<'a> {
@@ -1202,7 +1300,8 @@ impl Loop {
         let mut inv = scripts::CLAIM.prepare_invoke();
         inv.key(&self.keys.statuses)
             .key(&self.keys.schedules)
-            .key(&self.keys.leases);
+            .key(&self.keys.leases)
+            .key(&self.keys.fencing);
         for q in &self.cycle.queues {
             // The lease of job `q` (an id without ':' is its own queue), checked too.
             inv.key(self.keys.queue(q))
@@ -1213,7 +1312,7 @@ impl Loop {
             .arg(tags.len())
             .arg(self.cursor)
             .arg(&self.cycle.order)
-            .arg(now + RECOVER_AFTER.as_secs() as i64);
+            .arg(recover_after(self.settings.grace).as_secs());
         for ttl in &self.cycle.ttls {
             inv.arg(*ttl);
         }
@@ -1309,6 +1408,12 @@ impl Loop {
                 self.watch.read(&mut replies);
             }
         }
+        if let Some(from) = flight.confirms {
+            if let Some(Ok(v)) = replies.next() {
+                let lost: Vec<String> = redis::from_redis_value(v).unwrap_or_default();
+                self.confirm(from, &lost);
+            }
+        }
         match claim_reply {
             Some(Ok(v)) => self.start_claimed(v, &flight.tags, flight.sent),
             Some(Err(e)) => {
@@ -1337,6 +1442,10 @@ impl Loop {
         };
         let mut items = items.into_iter();
         let cursor = items.next().map(redis::from_redis_value::<usize>);
+        let first_token = items
+            .next()
+            .and_then(|v| redis::from_redis_value::<u64>(v).ok())
+            .unwrap_or(0);
         // A claim sent since started where this one was expected to end; its reply
         // corrects the cursor in turn.
         if let (Some(Ok(cursor)), false) = (cursor, self.flights.iter().any(|f| !f.tags.is_empty()))
@@ -1354,12 +1463,13 @@ impl Loop {
             ) else {
                 continue;
             };
-            let tag = tags[claimed.len()].clone();
+            let token = first_token + claimed.len() as u64;
             claimed.push(Claimed {
                 id,
                 schedule,
                 queue_index: pair.saturating_sub(1),
-                tag,
+                tag: full_tag(&tags[claimed.len()], token),
+                token,
                 claimed: sent,
             });
         }
@@ -1410,6 +1520,8 @@ impl Loop {
                 schedule: c.schedule,
                 prefix: self.keys.prefix.clone(),
                 slot: 0,
+                token: Some(c.token),
+                fence_at: Some(c.claimed + FENCE_AFTER),
             };
             Ready {
                 job,
@@ -1511,9 +1623,16 @@ mod tests {
 
     #[test]
     fn tags_are_30_hex_digits() {
-        let t = new_tag();
+        let t = full_tag(&new_tag(), 42);
         assert_eq!(t.len(), 30);
         assert!(t.bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_ne!(t, new_tag());
+        assert!(t.ends_with("0000000000000042"));
+        assert_ne!(new_tag(), new_tag());
+    }
+
+    #[test]
+    fn fencing_keeps_recovery_as_fast_as_before() {
+        assert_eq!(recover_after(settings().grace), Duration::from_secs(10));
+        assert!(FENCE_AFTER >= POLL_EVERY * 3);
     }
 }

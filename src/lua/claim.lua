@@ -2,40 +2,50 @@
 -- weighting, e.g. A:A:B) from `cursor`, and lease each one in the same atomic step, so
 -- a job is always either queued or leased, never lost in between.
 -- Each claimed job also enters the running index (leases), scored by when it is to be
--- recovered unless its worker refreshes it.
+-- recovered unless its worker refreshes it: Redis's clock plus the given delay.
+-- Each run gets a fencing token from the counter `fencing` (increasing across all
+-- runs, so per job too); its lease tag is the worker's 14 random hex digits followed
+-- by the token in 16 decimal digits: still the 30 hex digits the original writes and
+-- compares, and whoever reads the lease can tell which run holds it.
 -- Consecutive positions of the cycle on one queue are one pop; in a batch of
 -- BATCH_FROM jobs or more, only the lease is a call of its own per job.
--- KEYS: statuses, schedules, leases, then per distinct queue ("pair"): its list, its
---       members set, and the lease key of the job named as the queue (a job id without
---       ':'), which is checked, with all the others, before the first write
+-- KEYS: statuses, schedules, leases, fencing, then per distinct queue ("pair"): its
+--       list, its members set, and the lease key of the job named as the queue (a job
+--       id without ':'), which is checked, with all the others, before the first write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
---       recover-after time, then one lease TTL per pair, then n lease tags
--- Returns {next cursor, jobid1, schedule1 or false, pair1, jobid2, ...}
+--       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes
+-- Returns {next cursor, token of the first job (the others follow in order, +1 each)
+--          or false, jobid1, schedule1 or false, pair1, jobid2, ...}
 local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cycle = {}
 for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
-local pairs_count = (#KEYS - 3) / 3
-local recover_at = ARGV[5]
-local checks = {KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset"}
-for i = 4, #KEYS, 3 do
+local pairs_count = (#KEYS - 4) / 3
+local checks = {KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string"}
+for i = 5, #KEYS, 3 do
   for _, v in ipairs({KEYS[i], "list", KEYS[i + 1], "set", KEYS[i + 2], "string"}) do
     checks[#checks + 1] = v
   end
 end
-local bad = wrong_type(checks) or bad_number(recover_at, 0, MAX_UNIX, "recovery time")
+-- An INCRBY failing after a pop would lose the popped job: the counter must hold a
+-- whole number well below 2^53 (or be missing).
+local bad = wrong_type(checks) or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
+  or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
 for pair = 1, pairs_count do
   bad = bad or bad_number(ARGV[5 + pair], 1, MAX_TTL, "lease time")
 end
 if bad then
   return bad
 end
+local recover_at = redis_time() + tonumber(ARGV[5])
+-- Tokens are taken for all `n` at the first job: one call; unused ones are skipped.
+local first_token = false
 -- A batch's members-set removals, running index entries, statuses and schedule reads
 -- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
 deferred_statuses = batch and {} or nil
-local out, popped = {false}, {}
+local out, popped = {false, false}, {}
 local indexed, ids = batch and {} or nil, batch and {} or nil
 local taken, misses = 0, 0
 
@@ -48,26 +58,30 @@ while taken < n and misses < #cycle do
     run = run + 1
   end
   cursor = cursor + run
-  local queue = KEYS[1 + 3 * pair]
+  local queue = KEYS[2 + 3 * pair]
   local jobs = redis.call("RPOP", queue, run) or {}
   if batch then
     popped[pair] = popped[pair] or {}
   end
+  if #jobs > 0 and not first_token then
+    first_token = redis.call("INCRBY", KEYS[4], n) - n + 1
+  end
   for _, jobid in ipairs(jobs) do
     taken = taken + 1
-    redis.call("SET", queue .. "-" .. jobid, ARGV[5 + pairs_count + taken], "EX",
-      ARGV[5 + pair])
-    later(popped[pair], "SREM", KEYS[2 + 3 * pair], jobid)
+    local tag = ARGV[5 + pairs_count + taken]
+      .. string.format("%016d", first_token + taken - 1)
+    redis.call("SET", queue .. "-" .. jobid, tag, "EX", ARGV[5 + pair])
+    later(popped[pair], "SREM", KEYS[3 + 3 * pair], jobid)
     later(indexed, "ZADD", KEYS[3], recover_at, jobid)
     set_status(KEYS[1], jobid, "WRK", now)
-    out[3 * taken - 1] = jobid
+    out[3 * taken] = jobid
     if batch then
       ids[taken] = jobid
-      out[3 * taken] = false -- its schedule, read below for the whole batch
+      out[3 * taken + 1] = false -- its schedule, read below for the whole batch
     else
-      out[3 * taken] = redis.call("HGET", KEYS[2], jobid)
+      out[3 * taken + 1] = redis.call("HGET", KEYS[2], jobid)
     end
-    out[3 * taken + 1] = pair
+    out[3 * taken + 2] = pair
   end
   -- Misses: the positions since the last job taken (the queue is empty after a
   -- short pop). A whole cycle of them and every queue is empty.
@@ -80,14 +94,15 @@ end
 if batch and taken > 0 then
   for pair = 1, pairs_count do
     if popped[pair] then
-      chunked("SREM", KEYS[2 + 3 * pair], popped[pair])
+      chunked("SREM", KEYS[3 + 3 * pair], popped[pair])
     end
   end
   chunked("ZADD", KEYS[3], indexed)
   flush_statuses(KEYS[1])
   for i, schedule in ipairs(chunked("HMGET", KEYS[2], ids)) do
-    out[3 * i] = schedule
+    out[3 * i + 1] = schedule
   end
 end
 out[1] = cursor % #cycle
+out[2] = first_token
 return out

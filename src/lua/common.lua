@@ -184,3 +184,11 @@ end
 local function own_queue(jobid)
   return not string.find(jobid, ":", 1, true)
 end
+
+-- Redis's clock, in seconds with microseconds: the one clock of the running index, so
+-- the recovery instants that workers write and dispatchers compare mean the same
+-- whatever the clocks of their machines say.
+local function redis_time()
+  local t = redis.call("TIME")
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end

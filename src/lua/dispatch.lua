@@ -2,14 +2,15 @@
 -- original's enqueue rule, in one atomic step (so racing dispatchers never move one
 -- occurrence twice). Also reads the control key, so an idle pass costs one round trip.
 -- Also returns the earliest recovery time of the running index, so recovery costs
--- nothing while no worker has vanished.
+-- nothing while no worker has vanished, and Redis's clock (TIME) to compare it with.
 -- KEYS: timeline, statuses, control, leases
 -- ARGV: prefix, point in time, limit, now
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
 -- second, so a run placed while it ran is not lost (0.13.1 drops it); a job already in
 -- its queue leaves the timeline (it is in one place only).
 -- Returns {taken, enqueued, deferred (running, or its queue's keys of another type),
--- halted 0/1, earliest recovery or false, deferred for their queue's keys' types}
+-- halted 0/1, earliest recovery or false, deferred for their queue's keys' types,
+-- Redis's clock (seconds, as a string: an integer reply would cut it)}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
 local seen = {}
@@ -20,9 +21,10 @@ if bad then
 end
 local halted = redis.call("GET", KEYS[3]) == "HALT" and 1 or 0
 local lease = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")[2] or false
+local clock = string.format("%.6f", redis_time())
 local first = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
 if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease, 0}
+  return {0, 0, 0, halted, lease, 0, clock}
 end
 local due = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
 -- Group by queue (the part after the last ':'), keeping due order.
@@ -71,4 +73,4 @@ for _, q in ipairs(order) do
     enqueued = enqueued + #push
   end
 end
-return {#due, enqueued, deferred, halted, lease, odd}
+return {#due, enqueued, deferred, halted, lease, odd, clock}

@@ -3,6 +3,7 @@
 -- entry in the running index) or "orphan" (a live schedule with no lease, queue entry
 -- or timeline entry: a Python worker died with it). Both are re-checked here, so a job
 -- is never put back twice and never while its worker is known to be alive.
+-- The index entry is compared with Redis's clock (TIME), the clock it was written by.
 -- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases
 -- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad),
 --       due, now, schedule to store ("" = keep), queue wake channel, timeline wake channel
@@ -22,7 +23,7 @@ if bad then
 end
 if how == "index" then
   local at = redis.call("ZSCORE", k.leases, jobid)
-  if not at or tonumber(at) > tonumber(now) then
+  if not at or tonumber(at) > redis_time() then
     return {"alive"}
   end
 elseif redis.call("EXISTS", k.lease) == 1 then

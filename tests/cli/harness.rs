@@ -464,3 +464,118 @@ pub fn skip(reason: &str) {
 pub fn dead_port() -> u16 {
     free_port()
 }
+
+/// A TCP proxy on loopback in front of a Redis that can stop forwarding: a partition,
+/// where the connections stay open and nothing arrives either way. `heal` cuts the
+/// connections it stalled and forwards new ones again.
+pub struct Proxy {
+    /// The port it listens on.
+    pub port: u16,
+    state: Arc<ProxyState>,
+}
+
+#[derive(Default)]
+struct ProxyState {
+    partitioned: std::sync::atomic::AtomicBool,
+    /// Bumped by `heal`: connections of an older generation are cut.
+    generation: std::sync::atomic::AtomicU64,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Proxy {
+    /// A proxy to the Redis on loopback port `target`.
+    pub fn start(target: u16) -> Proxy {
+        use std::sync::atomic::Ordering::SeqCst;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(ProxyState::default());
+        let st = Arc::clone(&state);
+        thread::spawn(move || {
+            while !st.stop.load(SeqCst) {
+                let Ok((client, _)) = listener.accept() else {
+                    thread::sleep(Duration::from_millis(5));
+                    continue;
+                };
+                let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let generation = st.generation.load(SeqCst);
+                for (from, to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server, client),
+                ] {
+                    let st = Arc::clone(&st);
+                    thread::spawn(move || forward(from, to, &st, generation));
+                }
+            }
+        });
+        Proxy { port, state }
+    }
+
+    /// A Redis URL through the proxy.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Stops forwarding; connections stay open.
+    pub fn partition(&self) {
+        self.state
+            .partitioned
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Cuts the stalled connections and forwards new ones.
+    pub fn heal(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.state.generation.fetch_add(1, SeqCst);
+        self.state.partitioned.store(false, SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.state.stop.store(true, SeqCst);
+        self.state.generation.fetch_add(1, SeqCst);
+    }
+}
+
+/// Copies `from` to `to` while the proxy forwards; holds the data (unread) while it is
+/// partitioned; cuts both when its generation is over.
+fn forward(
+    mut from: std::net::TcpStream,
+    mut to: std::net::TcpStream,
+    st: &ProxyState,
+    generation: u64,
+) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut buf = [0u8; 16384];
+    loop {
+        if st.generation.load(SeqCst) != generation {
+            break;
+        }
+        if st.partitioned.load(SeqCst) {
+            thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = from.shutdown(std::net::Shutdown::Both);
+    let _ = to.shutdown(std::net::Shutdown::Both);
+}

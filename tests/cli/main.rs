@@ -7,6 +7,7 @@ mod deploy;
 mod dispatch;
 mod edges;
 mod faults;
+mod fencing;
 mod harness;
 mod hazards;
 mod interop;

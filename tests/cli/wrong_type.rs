@@ -76,6 +76,7 @@ const LEASE: (&str, &str) = ("t-work-A-j:A", "string");
 const FAILURES: (&str, &str) = ("t-failures", "hash");
 const LEASES: (&str, &str) = ("t-leases", "zset");
 const CONTROL: (&str, &str) = ("t-control", "string");
+const FENCING: (&str, &str) = ("t-fencing", "string");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -141,11 +142,18 @@ fn calls() -> Vec<Call> {
                 STATUSES,
                 SCHEDULES,
                 LEASES,
+                FENCING,
                 QUEUE,
                 MEMBERS,
                 ("t-work-A-A", "string"),
             ],
-            &["1700000000", "1", "0", "1", "1700000100", "30", "tag"],
+            &["1700000000", "1", "0", "1", "10", "30", "tag"],
+        ),
+        call(
+            "refresh",
+            include_str!("../../src/lua/refresh.lua"),
+            &[LEASES],
+            &["10", "x:A"],
         ),
         call(
             "release",
@@ -256,7 +264,7 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
     for (name, index, value, says) in [
         ("claim", 5, "10000000000000000", "lease time"),
         ("claim", 5, "0", "lease time"),
-        ("claim", 4, "x", "recovery time"),
+        ("claim", 4, "x", "recovery delay"),
         ("place", 3, "1e400", "due time"),
         ("place_many", 5, "-1", "due time"),
         ("finish", 5, "99999999999999999", "due time"),
@@ -502,4 +510,18 @@ fn recovery_skips_a_job_whose_keys_are_odd_and_goes_on() {
     assert!(still.is_some());
     let members: String = con.get("t-work-B-members").unwrap();
     assert_eq!(members, "x");
+}
+
+#[test]
+fn claim_refuses_a_fencing_counter_that_is_not_a_count() {
+    let s = RedisServer::start();
+    let c = calls().into_iter().find(|c| c.name == "claim").unwrap();
+    for value in ["x", "-1", "1e300", "1.5"] {
+        seed(&s);
+        let _: () = s.con().set(FENCING.0, value).unwrap();
+        let before = s.dump();
+        let err = invoke(&c, &mut s.con()).unwrap_err().to_string();
+        assert!(err.contains("fencing token counter"), "{value}: {err}");
+        assert_eq!(s.dump(), before, "{value}: Redis changed");
+    }
 }

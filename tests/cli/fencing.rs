@@ -1,0 +1,382 @@
+//! Fencing: never two runs of one job at once, even when a worker freezes (SIGSTOP) or
+//! loses Redis (a partition that leaves its connections open), whatever the machines'
+//! clocks say; fencing tokens and `holds-lease` for jobs that write elsewhere.
+//!
+//! Each test runs a long job on a first worker, a second worker on the same queue and
+//! a dispatcher (recovery), and checks from the jobs' start and end records (with pids)
+//! and from a watcher that samples which runs are alive, that no two runs of one job
+//! were alive at once, and that the job ran again after the first worker fenced it.
+
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    process::Child,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
+    thread,
+    time::Duration,
+};
+
+use redis::Commands;
+
+use crate::harness::*;
+
+/// The job: records `start ID PID PPID TOKEN TIME` and `end ID PID TIME [term]` (a
+/// SIGTERM ends it at once, recorded). `long*` runs 60 s; `lease*` records whether
+/// `redbike holds-lease` says it holds its lease (`holds ID TOKEN EXIT`).
+const FENCE_JOB: &str = r#"#!/bin/sh
+echo "start $1 $$ $PPID $REDBIKE_FENCING_TOKEN $(date +%s.%N)" >> "$TEST_LOG"
+trap 'echo "end $1 $$ $(date +%s.%N) term" >> "$TEST_LOG"; exit 143' TERM
+case "$1" in
+  long*) sleep 60 & wait;;
+  lease*) "$TEST_BIKE" --redis-url "$TEST_REDIS" holds-lease; echo "holds $1 $REDBIKE_FENCING_TOKEN $?" >> "$TEST_LOG";;
+esac
+echo "end $1 $$ $(date +%s.%N)" >> "$TEST_LOG"
+"#;
+
+/// One run, from its records.
+#[derive(Debug, Clone)]
+struct Run {
+    id: String,
+    pid: i32,
+    /// Its worker.
+    ppid: u32,
+    token: u64,
+    start: f64,
+    end: Option<f64>,
+}
+
+struct Fence {
+    s: RedisServer,
+    d: tempfile::TempDir,
+}
+
+impl Fence {
+    fn new() -> Fence {
+        let d = workdir();
+        std::fs::write(path(&d, "fence.sh"), FENCE_JOB).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(path(&d, "fence.sh"))
+            .status();
+        std::fs::write(path(&d, "fast.conf"), "[redbike]\nfailure-delay = 1\n").unwrap();
+        Fence {
+            s: RedisServer::start(),
+            d,
+        }
+    }
+
+    fn log(&self) -> PathBuf {
+        path(&self.d, "runs.log")
+    }
+
+    fn set(&self, id: &str, schedule: &str) {
+        bike(&self.s, self.d.path())
+            .args(["set", id, schedule])
+            .ok();
+    }
+
+    fn dispatcher(&self) -> Bg {
+        Bg(Some(
+            bike(&self.s, self.d.path())
+                .args(["-c", "fast.conf", "dispatch"])
+                .spawn(),
+        ))
+    }
+
+    /// A worker of queue A reaching Redis at `url`, with `env` and `args` added.
+    fn worker(&self, url: &str, env: &[(&str, &str)], args: &[&str]) -> Bg {
+        let mut b = bare(self.d.path())
+            .env("REDBIKE_REDIS_URL", url)
+            .env("TEST_LOG", self.log())
+            .env("TEST_BIKE", BIN)
+            .env("TEST_REDIS", self.s.url());
+        for (k, v) in env {
+            b = b.env(k, v);
+        }
+        let base = ["-c", "fast.conf", "work", "A", "--timeout", "60"];
+        let rest = ["--", "./fence.sh"];
+        Bg(Some(b.args(base.iter().chain(args).chain(&rest)).spawn()))
+    }
+
+    fn runs(&self) -> Vec<Run> {
+        parse_runs(&std::fs::read_to_string(self.log()).unwrap_or_default())
+    }
+
+    fn failure(&self, id: &str) -> String {
+        let v: Option<String> = self.s.con().hget("t-failures", id).unwrap();
+        v.unwrap_or_default()
+    }
+
+    /// `redbike holds-lease ID TOKEN`'s exit code.
+    fn holds(&self, id: &str, token: u64) -> i32 {
+        bike(&self.s, self.d.path())
+            .args(["holds-lease", id, &token.to_string()])
+            .run()
+            .code
+    }
+
+    /// HALTs the processes and waits for them.
+    fn stop(&self, procs: Vec<Bg>) {
+        bike(&self.s, self.d.path()).args(["control", "HALT"]).ok();
+        for p in procs {
+            let (code, err) = p.finish(20.0);
+            assert_eq!(code, Some(0), "{err}");
+        }
+    }
+}
+
+fn parse_runs(log: &str) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for line in log.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f.as_slice() {
+            ["start", id, pid, ppid, token, at] => runs.push(Run {
+                id: id.to_string(),
+                pid: pid.parse().unwrap(),
+                ppid: ppid.parse().unwrap(),
+                token: token.parse().unwrap_or(0),
+                start: at.parse().unwrap(),
+                end: None,
+            }),
+            ["end", _, pid, at, ..] => {
+                let pid: i32 = pid.parse().unwrap();
+                if let Some(r) = runs.iter_mut().rev().find(|r| r.pid == pid) {
+                    r.end = Some(at.parse().unwrap());
+                }
+            }
+            _ => {}
+        }
+    }
+    runs
+}
+
+/// Whether `pid` is a live (not zombie) run of the job script.
+fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    state.flatten().is_some_and(|s| s != 'Z')
+        && String::from_utf8_lossy(&cmdline).contains("fence.sh")
+}
+
+/// Samples every 20 ms which runs are alive; records the most runs of one job alive
+/// at once.
+struct Watch {
+    stop: Arc<AtomicBool>,
+    most: Arc<Mutex<HashMap<String, usize>>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    fn start(log: PathBuf) -> Watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let most = Arc::new(Mutex::new(HashMap::new()));
+        let (s, m) = (Arc::clone(&stop), Arc::clone(&most));
+        let thread = thread::spawn(move || {
+            while !s.load(Ordering::SeqCst) {
+                let runs = parse_runs(&std::fs::read_to_string(&log).unwrap_or_default());
+                let mut now: HashMap<String, usize> = HashMap::new();
+                for r in runs.iter().filter(|r| alive(r.pid)) {
+                    *now.entry(r.id.clone()).or_default() += 1;
+                }
+                let mut most = m.lock().unwrap();
+                for (id, n) in now {
+                    let e = most.entry(id).or_insert(0);
+                    *e = (*e).max(n);
+                }
+                drop(most);
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Watch {
+            stop,
+            most,
+            thread: Some(thread),
+        }
+    }
+
+    /// The most runs of one job seen alive at once.
+    fn most(mut self) -> usize {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let most = self.most.lock().unwrap();
+        most.values().copied().max().unwrap_or(0)
+    }
+}
+
+/// From the records: every run of a job ended before the next one started.
+fn one_at_a_time(runs: &[Run]) {
+    let mut by_job: HashMap<&str, Vec<&Run>> = HashMap::new();
+    for r in runs {
+        by_job.entry(&r.id).or_default().push(r);
+    }
+    for (id, mut rs) in by_job {
+        rs.sort_by(|a, b| a.start.total_cmp(&b.start));
+        for w in rs.windows(2) {
+            let end = w[0]
+                .end
+                .unwrap_or_else(|| panic!("{id}: a run never ended: {w:?}"));
+            assert!(end <= w[1].start, "{id}: two runs at once: {w:?}");
+            assert!(
+                w[0].token < w[1].token,
+                "{id}: tokens not increasing: {w:?}"
+            );
+        }
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) takes no pointers.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// Runs `long:A` on a first worker (through `url`), then starts a second worker and a
+/// watcher, calls `cut` on the first, waits until the second runs the job, calls
+/// `mend`, and checks: one run at a time, the job ran again on the second worker, the
+/// first run ended by SIGTERM (fenced), and only the new run holds the lease.
+fn fenced_and_run_again(t: &Fence, url: &str, cut: impl FnOnce(&Child), mend: impl FnOnce(&Child)) {
+    t.set("long:A", "CONTINUE");
+    let disp = t.dispatcher();
+    let w1 = t.worker(url, &[], &["--grace", "1"]);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    let watch = Watch::start(t.log());
+    let w2 = t.worker(&t.s.url(), &[], &["--grace", "1"]);
+    // w2 is up (and has found the queue empty) before w1 is cut.
+    thread::sleep(Duration::from_millis(500));
+    cut(w1.child());
+    // Recovery comes 3 s + grace + 2 s after w1's last confirmation: the second run.
+    let again = wait_until(20.0, || t.runs().len() >= 2);
+    // Stopped longer than the recovery delay, then back.
+    thread::sleep(Duration::from_secs(2));
+    mend(w1.child());
+    thread::sleep(Duration::from_secs(2));
+    let most = watch.most();
+    let runs = t.runs();
+    assert!(again, "the job did not run again: {runs:?}");
+    assert_eq!(most, 1, "two runs alive at once: {runs:?}");
+    one_at_a_time(&runs);
+    assert_eq!(runs[0].ppid, w1.child().id(), "{runs:?}");
+    assert_eq!(runs[1].ppid, w2.child().id(), "{runs:?}");
+    let log = std::fs::read_to_string(t.log()).unwrap();
+    assert!(
+        log.contains(&format!("end long:A {} ", runs[0].pid)) && log.contains(" term"),
+        "the first run was not stopped by SIGTERM: {log}"
+    );
+    assert_eq!(t.failure("long:A").split(':').next(), Some("REC"));
+    // Only the run under way holds the lease.
+    assert_eq!(t.holds("long:A", runs[0].token), 1);
+    assert_eq!(t.holds("long:A", runs[1].token), 0);
+    t.stop(vec![w1, w2, disp]);
+}
+
+#[test]
+fn a_frozen_worker_never_overlaps_the_recovered_run() {
+    let t = Fence::new();
+    let url = t.s.url();
+    fenced_and_run_again(
+        &t,
+        &url,
+        |w| signal(w, libc::SIGSTOP),
+        |w| signal(w, libc::SIGCONT),
+    );
+}
+
+#[test]
+fn a_worker_cut_off_from_redis_never_overlaps_the_recovered_run() {
+    let t = Fence::new();
+    let proxy = Proxy::start(t.s.port);
+    fenced_and_run_again(&t, &proxy.url(), |_| proxy.partition(), |_| proxy.heal());
+}
+
+#[test]
+fn a_worker_back_before_recovery_reports_the_fencing() {
+    let t = Fence::new();
+    t.set("long:A", "CONTINUE");
+    let disp = t.dispatcher();
+    // Grace 3 s: fenced 3 s after the last confirmation, recoverable only after 8 s.
+    let w = t.worker(&t.s.url(), &[], &["--grace", "3"]);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    let watch = Watch::start(t.log());
+    signal(w.child(), libc::SIGSTOP);
+    // The guard stops the job (SIGTERM) while the worker is frozen.
+    assert!(
+        wait_until(6.0, || t.runs()[0].end.is_some()),
+        "the guard did not stop the job of a frozen worker"
+    );
+    thread::sleep(Duration::from_millis(500));
+    signal(w.child(), libc::SIGCONT);
+    assert!(
+        wait_until(5.0, || t.failure("long:A").starts_with("FNC:")),
+        "no FNC recorded: {}",
+        t.failure("long:A")
+    );
+    // Put back per its schedule (CONTINUE, failure-delay 1 s): it runs again.
+    assert!(wait_until(10.0, || t.runs().len() >= 2));
+    assert_eq!(watch.most(), 1);
+    one_at_a_time(&t.runs());
+    let status: String = t.s.con().hget("t-statuses", "long:A").unwrap();
+    assert!(!status.starts_with("REC"), "{status}");
+    t.stop(vec![w, disp]);
+}
+
+#[test]
+fn the_running_index_ignores_the_machines_clocks() {
+    let t = Fence::new();
+    t.set("long:A", "CONTINUE");
+    let disp = t.dispatcher();
+    // A worker whose clock is a minute behind (a test hook: REDBIKE_TEST_CLOCK_SKEW).
+    let w1 = t.worker(&t.s.url(), &[("REDBIKE_TEST_CLOCK_SKEW", "-60")], &[]);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    let w2 = t.worker(&t.s.url(), &[("REDBIKE_TEST_CLOCK_SKEW", "60")], &[]);
+    let watch = Watch::start(t.log());
+    // Longer than the recovery delay: a live worker's job is never recovered.
+    thread::sleep(Duration::from_secs(12));
+    assert_eq!(watch.most(), 1);
+    let runs = t.runs();
+    assert_eq!(
+        runs.len(),
+        1,
+        "recovered while its worker was alive: {runs:?}"
+    );
+    assert_eq!(t.failure("long:A"), "");
+    t.stop(vec![w1, w2, disp]);
+}
+
+#[test]
+fn each_run_gets_a_larger_fencing_token_and_holds_its_lease() {
+    let t = Fence::new();
+    t.set("lease:A", "CONTINUE");
+    let w = t.worker(&t.s.url(), &[], &[]);
+    assert!(wait_until(10.0, || t.runs().len() >= 3));
+    t.stop(vec![w]);
+    let runs = t.runs();
+    one_at_a_time(&runs);
+    let log = std::fs::read_to_string(t.log()).unwrap();
+    for r in &runs {
+        assert!(
+            log.contains(&format!("holds lease:A {} 0", r.token)),
+            "run {} did not hold its lease: {log}",
+            r.token
+        );
+    }
+    // Not any more: the worker stopped.
+    let last = runs.last().unwrap().token;
+    assert_eq!(t.holds("lease:A", last), 1);
+    bike(&t.s, t.d.path())
+        .args(["holds-lease", "lease:A", "x"])
+        .run()
+        .fails(2, "fencing token");
+    bare(t.d.path())
+        .env(
+            "REDBIKE_REDIS_URL",
+            format!("redis://127.0.0.1:{}/", dead_port()),
+        )
+        .args(["holds-lease", "lease:A", "1"])
+        .run()
+        .code(69);
+}
