@@ -4,11 +4,14 @@
 //! REDBIKE_SOAK_SECONDS=60 cargo test --release --test cli soak -- --ignored --nocapture
 //! ```
 //!
-//! A few hundred jobs on `FREQ=SECONDLY` and CONTINUE schedules, two dispatchers, three
-//! workers with `-j 4`, random SIGKILLs and restarts of dispatchers and workers, and one
-//! Redis restart (appendonly on). Each job logs its start and end. At the end it prints
-//! and checks: concurrent runs of one job (0), jobs out of circulation (0), and that
-//! `redbike check` reports clean.
+//! A few hundred jobs on `FREQ=SECONDLY` and CONTINUE schedules (a few of them running
+//! 3 s), two dispatchers, three workers with `-j 4` (the first reaching Redis through a
+//! proxy), random SIGKILLs and restarts of dispatchers and workers, random SIGSTOP /
+//! SIGCONT pauses of workers and partitions of the proxy (1 to 15 s: often longer than
+//! the recovery delay, so the paused or cut-off worker must fence its jobs), and one
+//! Redis restart (appendonly on). Each job logs its start and end (a SIGTERM ends it
+//! at once, logged). At the end it prints and checks: concurrent runs of one job (0),
+//! jobs out of circulation (0), and that `redbike check` reports clean.
 
 use std::{
     collections::HashMap,
@@ -18,10 +21,14 @@ use std::{
 
 use crate::{dispatch::finish, harness::*, work::Setup};
 
-/// The soak's job: quick, logs start and end with its own pid.
+/// The soak's job: quick (`long*`: 3 s), logs start and end with its own pid.
 const SOAK_JOB: &str = r#"#!/bin/sh
 echo "start $1 $(date +%s.%N) $$" >> "$TEST_LOG"
-i=0; while [ $i -lt 200 ]; do i=$((i+1)); done
+trap 'echo "end $1 $(date +%s.%N) $$" >> "$TEST_LOG"; exit 143' TERM
+case "$1" in
+  long*) sleep 3 & wait;;
+  *) i=0; while [ $i -lt 200 ]; do i=$((i+1)); done;;
+esac
 echo "end $1 $(date +%s.%N) $$" >> "$TEST_LOG"
 "#;
 
@@ -40,6 +47,14 @@ impl Lcg {
 
 struct Fleet {
     url: String,
+    /// The first worker reaches Redis through it.
+    proxy: Proxy,
+    /// Until when the proxy is partitioned.
+    partitioned_until: Option<Instant>,
+    /// Paused workers (index) and when they resume.
+    paused: Vec<(usize, Instant)>,
+    pauses: usize,
+    partitions: usize,
     dir: std::path::PathBuf,
     log: std::path::PathBuf,
     dispatchers: Vec<Child>,
@@ -55,9 +70,13 @@ impl Fleet {
             .spawn()
     }
 
-    fn worker(&self) -> Child {
+    fn worker(&self, i: usize) -> Child {
+        let url = match i {
+            0 => self.proxy.url(),
+            _ => self.url.clone(),
+        };
         bare(&self.dir)
-            .env("REDBIKE_REDIS_URL", &self.url)
+            .env("REDBIKE_REDIS_URL", url)
             .env("TEST_LOG", &self.log)
             .args(["work", "A:B", "-j", "4", "--", "./soak.sh"])
             .spawn()
@@ -75,7 +94,47 @@ impl Fleet {
             let i = pick - self.dispatchers.len();
             let _ = self.workers[i].kill();
             let _ = self.workers[i].wait();
-            self.workers[i] = self.worker();
+            self.paused.retain(|(p, _)| *p != i);
+            self.workers[i] = self.worker(i);
+        }
+    }
+
+    /// SIGSTOPs a worker for 1 to 15 s, or partitions the proxy for as long.
+    fn freeze(&mut self, rng: &mut Lcg) {
+        let until = Instant::now() + Duration::from_secs(1 + rng.below(15) as u64);
+        if rng.below(3) == 0 {
+            if self.partitioned_until.is_none() {
+                self.proxy.partition();
+                self.partitioned_until = Some(until);
+                self.partitions += 1;
+            }
+            return;
+        }
+        let i = rng.below(self.workers.len());
+        if self.paused.iter().all(|(p, _)| *p != i) {
+            // SAFETY: kill(2) takes no pointers.
+            unsafe { libc::kill(self.workers[i].id() as i32, libc::SIGSTOP) };
+            self.paused.push((i, until));
+            self.pauses += 1;
+        }
+    }
+
+    /// Resumes the paused workers and heals the partition whose time is up (all, with
+    /// `all`).
+    fn thaw(&mut self, all: bool) {
+        let now = Instant::now();
+        let workers = &self.workers;
+        self.paused.retain(|(i, until)| {
+            let due = all || *until <= now;
+            if due {
+                // SAFETY: kill(2) takes no pointers.
+                unsafe { libc::kill(workers[*i].id() as i32, libc::SIGCONT) };
+            }
+            !due
+        });
+        if self.partitioned_until.is_some_and(|t| all || t <= now) {
+            self.proxy.heal();
+            self.partitioned_until = None;
         }
     }
 }
@@ -140,10 +199,18 @@ fn chaos_soak() {
         rows.push_str(&format!("sec{i}:{},FREQ=SECONDLY\n", ["A", "B"][i % 2]));
         rows.push_str(&format!("con{i}:{},CONTINUE\n", ["A", "B"][i % 2]));
     }
+    for i in 0..8 {
+        rows.push_str(&format!("long{i}:{},CONTINUE\n", ["A", "B"][i % 2]));
+    }
     std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
     bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
     let mut fleet = Fleet {
         url: t.s.url(),
+        proxy: Proxy::start(t.s.port),
+        partitioned_until: None,
+        paused: Vec::new(),
+        pauses: 0,
+        partitions: 0,
         dir: t.d.path().to_path_buf(),
         log: t.log(),
         dispatchers: Vec::new(),
@@ -151,19 +218,23 @@ fn chaos_soak() {
         kills: 0,
     };
     fleet.dispatchers = (0..2).map(|_| fleet.dispatcher()).collect();
-    fleet.workers = (0..3).map(|_| fleet.worker()).collect();
+    fleet.workers = (0..3).map(|i| fleet.worker(i)).collect();
     let mut rng = Lcg(42);
     let start = Instant::now();
     let mut redis_restarted = false;
     while start.elapsed() < Duration::from_secs(seconds) {
         std::thread::sleep(Duration::from_millis(1500 + 500 * rng.below(4) as u64));
+        fleet.thaw(false);
         if !redis_restarted && start.elapsed() > Duration::from_secs(seconds / 2) {
             t.s.restart();
             redis_restarted = true;
+        } else if rng.below(2) == 0 {
+            fleet.freeze(&mut rng);
         } else {
             fleet.strike(&mut rng);
         }
     }
+    fleet.thaw(true);
     // Calm: recovery of the last victims' jobs (index: 10 s; after the Redis restart the
     // dispatchers wait 15 s) and a final round of runs.
     let calm_start = Instant::now();
@@ -190,7 +261,10 @@ fn chaos_soak() {
         "soak: {seconds} s of chaos + {} s calm",
         calm_start.elapsed().as_secs()
     );
-    println!("soak: {} SIGKILLs, 1 redis restart", fleet.kills);
+    println!(
+        "soak: {} SIGKILLs, {} SIGSTOP pauses, {} partitions, 1 redis restart",
+        fleet.kills, fleet.pauses, fleet.partitions
+    );
     println!("soak: {runs} completed runs of {} jobs", per_job.len());
     println!("soak: concurrent runs of one job: {concurrent}");
     println!(
@@ -202,7 +276,7 @@ fn chaos_soak() {
         check.code,
         check.stderr.trim()
     );
-    assert_eq!(per_job.len(), 300, "every job ran");
+    assert_eq!(per_job.len(), 308, "every job ran");
     assert_eq!(concurrent, 0);
     assert!(stalled.is_empty(), "{stalled:?}");
     assert_eq!(check.code, 0, "{}", check.stdout);
