@@ -83,10 +83,17 @@ pub struct WorkFlags {
           allow_negative_numbers = true)]
     pub timeout: Option<u64>,
     /// Seconds between SIGTERM and SIGKILL when a job is stopped, 1..=86400; a vanished
-    /// worker's jobs are recovered grace + 5 s after their last confirmation [default: 5]
+    /// worker's jobs are recovered fence-after + grace + 2 s after their last
+    /// confirmation [default: 5]
     #[arg(long, value_name = "SECS", value_parser = limits::arg::grace,
           allow_negative_numbers = true)]
     pub grace: Option<u64>,
+    /// Seconds a running job may go unconfirmed to Redis (an outage, a partition, a
+    /// frozen worker) before it is stopped, 3..=86400; recovery of a vanished worker's
+    /// jobs waits as much longer [default: `fence-after` in the config, else 3]
+    #[arg(long, value_name = "SECS", value_parser = limits::arg::fence_after,
+          allow_negative_numbers = true)]
+    pub fence_after: Option<u64>,
     /// What a failed job does: hold (leave it, as 0.13.1) or reschedule [default: reschedule]
     #[arg(long, value_enum, value_name = "WHAT")]
     pub on_failure: Option<OnFailure>,
@@ -600,6 +607,9 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     }
     if let Some(g) = flags.grace {
         settings.grace = Duration::from_secs(g);
+    }
+    if let Some(f) = flags.fence_after {
+        settings.fence_after = Duration::from_secs(f);
     }
     if let Some(f) = flags.on_failure {
         settings.on_failure = f;

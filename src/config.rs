@@ -87,6 +87,8 @@ pub struct WorkerSettings {
     pub timeouts: BTreeMap<String, u64>,
     /// Seconds between SIGTERM and SIGKILL when a job is stopped.
     pub grace_period: u64,
+    /// Seconds a running job may go unconfirmed to Redis before its worker stops it.
+    pub fence_after: u64,
     /// What happens to a failed job.
     pub on_failure: OnFailure,
     /// Seconds a failed or timed-out CONTINUE job waits before it runs again.
@@ -213,6 +215,7 @@ struct RedbikeTable {
     concurrency: Option<usize>,
     timeouts: Option<BTreeMap<String, u64>>,
     grace_period: Option<u64>,
+    fence_after: Option<u64>,
     on_failure: Option<OnFailure>,
     failure_delay: Option<u64>,
     output_line_bytes: Option<u64>,
@@ -313,6 +316,11 @@ impl Config {
             limits::GRACE,
             t.grace_period.unwrap_or(5),
         )?;
+        let fence_after = in_range(
+            "redbike.fence-after",
+            limits::FENCE_AFTER,
+            t.fence_after.unwrap_or(3),
+        )?;
         let failure_delay = in_range(
             "redbike.failure-delay",
             limits::FAILURE_DELAY,
@@ -364,6 +372,7 @@ impl Config {
                 concurrency,
                 timeouts,
                 grace_period,
+                fence_after,
                 on_failure: t.on_failure.unwrap_or(OnFailure::Reschedule),
                 failure_delay,
                 output_limits,
@@ -415,6 +424,7 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
     Some(match key {
         "default-timeout" => limits::TIMEOUT,
         "grace-period" => limits::GRACE,
+        "fence-after" => limits::FENCE_AFTER,
         "failure-delay" => limits::FAILURE_DELAY,
         "concurrency" => limits::CONCURRENCY,
         "wait-replicas" => limits::WAIT_REPLICAS,

@@ -115,11 +115,13 @@ grace period, status TMO, and goes back into circulation per its schedule, once.
 the worker dies, even by kill -9, its guard process (redbike-guard) kills the process \
 group of every job it was running.
 
-Fencing: a worker that has not confirmed a running job to Redis for 3 s (frozen, or \
-cut off from Redis) stops it itself: SIGTERM, SIGKILL after the grace period; its guard \
-does the same if the worker itself is frozen. A dispatcher may recover the job only 3 s \
-+ grace + 2 s after the last confirmation (10 s with the default grace), on Redis's \
-clock, so the fenced run is gone by then. Once it reaches Redis again the worker \
+Fencing: a worker that has not confirmed a running job to Redis for --fence-after \
+seconds (default 3; frozen, or cut off from Redis) stops it itself: SIGTERM, SIGKILL \
+after the grace period; its guard does the same if the worker itself is frozen. A \
+dispatcher may recover the job only fence-after + grace + 2 s after the last \
+confirmation (10 s with the defaults), on Redis's clock, so the fenced run is gone by \
+then. A longer --fence-after lets long jobs ride out a Redis failover, at the cost of \
+slower recovery when a worker really dies. Once it reaches Redis again the worker \
 records status FNC (and last_failure FNC) unless the job was recovered meanwhile.
 
 QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \

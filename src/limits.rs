@@ -24,6 +24,9 @@ const YEAR: u64 = 365 * 24 * 3600;
 pub const TIMEOUT: Range = Range::new(1, YEAR, "seconds");
 /// `--grace`, `grace-period`: seconds between SIGTERM and SIGKILL (a day at most).
 pub const GRACE: Range = Range::new(1, 86_400, "seconds");
+/// `--fence-after`, `fence-after`: seconds a worker's job may go unconfirmed to Redis
+/// before the worker stops it (at least three refreshes; a day at most).
+pub const FENCE_AFTER: Range = Range::new(3, 86_400, "seconds");
 /// `failure-delay`: seconds a failed CONTINUE job waits (0: none).
 pub const FAILURE_DELAY: Range = Range::new(0, YEAR, "seconds");
 /// The backoff a job writes to `$REDBIKE_BACKOFF_FILE` (0: none).
@@ -87,6 +90,11 @@ pub mod arg {
     /// `--grace`.
     pub fn grace(text: &str) -> Result<u64, String> {
         GRACE.parse(text)
+    }
+
+    /// `--fence-after`.
+    pub fn fence_after(text: &str) -> Result<u64, String> {
+        FENCE_AFTER.parse(text)
     }
 
     /// `-j/--concurrency`.

@@ -44,9 +44,11 @@ pub const LEASE_MARGIN: Duration = Duration::from_secs(10);
 /// poll and then claimed and started, still starts within a second of being queued.
 pub const POLL_EVERY: Duration = Duration::from_millis(950);
 /// How long a job may run without its worker confirming it to Redis (a refresh of its
-/// entry in the running index that Redis acknowledged, or its claim): past that the
-/// worker stops it (SIGTERM, then SIGKILL after the grace period), and so does the
-/// guard if the worker is frozen or stuck. About three refreshes (`POLL_EVERY`).
+/// entry in the running index that Redis acknowledged, or its claim), unless the
+/// worker is given another `fence-after`: past that the worker stops it (SIGTERM, then
+/// SIGKILL after the grace period), and so does the guard if the worker is frozen or
+/// stuck. About three refreshes (`POLL_EVERY`); `limits::FENCE_AFTER` keeps any
+/// setting at three or more.
 pub const FENCE_AFTER: Duration = Duration::from_secs(3);
 /// What the recovery instant keeps in hand beyond the fencing interval and the grace
 /// period: the loop's or the guard's lateness in sending a signal and the kernel's in
@@ -57,12 +59,13 @@ pub const FENCE_AFTER: Duration = Duration::from_secs(3);
 pub const FENCE_MARGIN: Duration = Duration::from_secs(2);
 
 /// How long after the last confirmation a dispatcher may recover a job of a worker
-/// with this grace period (the instant claim.lua and refresh.lua write, on Redis's
-/// clock): the job is stopped at `FENCE_AFTER` and killed a grace period later, so
-/// it is gone `FENCE_MARGIN` before anyone may run it again. 10 s with the default
-/// 5 s grace period, as before fencing; a longer grace period delays recovery as much.
-pub fn recover_after(grace: Duration) -> Duration {
-    FENCE_AFTER + grace + FENCE_MARGIN
+/// with these settings (the instant claim.lua and refresh.lua write, on Redis's
+/// clock): the job is stopped at `fence_after` and killed a grace period later, so
+/// it is gone `FENCE_MARGIN` before anyone may run it again. 10 s with the defaults
+/// (3 s, 5 s grace), as before fencing; a longer fencing interval or grace period
+/// delays recovery as much.
+pub fn recover_after(settings: &Settings) -> Duration {
+    settings.fence_after + settings.grace + FENCE_MARGIN
 }
 /// Longest a job claimed ahead waits for a slot before it is handed back to its queue
 /// (for other workers). Its lease, set at the claim, has `LEASE_MARGIN` to spare.
@@ -195,6 +198,9 @@ pub struct Settings {
     /// Time between asking a job to stop and killing it; also how long running jobs may
     /// go on after a stop request.
     pub grace: Duration,
+    /// How long a running job may go unconfirmed to Redis before the worker (or its
+    /// guard) stops it (`fence-after`, default [`FENCE_AFTER`]).
+    pub fence_after: Duration,
     /// What happens to a failed job.
     pub on_failure: OnFailure,
     /// Seconds a failed or timed-out CONTINUE job waits before it runs again.
@@ -214,6 +220,7 @@ impl Settings {
             concurrency: w.concurrency,
             default_timeout: Duration::from_secs(config.default_timeout),
             grace: Duration::from_secs(w.grace_period),
+            fence_after: Duration::from_secs(w.fence_after),
             on_failure: w.on_failure,
             failure_delay: w.failure_delay,
             timezone: config.timezone,
@@ -825,7 +832,7 @@ impl Loop {
                 crate::log_warn!(
                     "job {}: not confirmed to redis for {}s; stopping it before it can be recovered elsewhere (FNC)",
                     r.job.id,
-                    FENCE_AFTER.as_secs()
+                    self.settings.fence_after.as_secs()
                 );
                 r.fenced = true;
                 if r.kill_at.is_none() {
@@ -1217,7 +1224,7 @@ impl Loop {
         }
         let mut inv = scripts::REFRESH.prepare_invoke();
         inv.key(&self.keys.leases)
-            .arg(recover_after(self.settings.grace).as_secs());
+            .arg(recover_after(&self.settings).as_secs());
         for id in ids {
             inv.arg(id);
         }
@@ -1229,7 +1236,7 @@ impl Loop {
     /// is told so for the running ones), but running ones whose index entry was gone
     /// (`lost`: recovered while they ran) are stopped at once.
     fn confirm(&mut self, from: Instant, lost: &[String]) {
-        let fence_at = from + FENCE_AFTER;
+        let fence_at = from + self.settings.fence_after;
         let mut pool = self.pool.lock();
         // Jobs claimed ahead start with the deadline of their last confirmation too.
         for r in pool.ready.iter_mut() {
@@ -1312,7 +1319,7 @@ impl Loop {
             .arg(tags.len())
             .arg(self.cursor)
             .arg(&self.cycle.order)
-            .arg(recover_after(self.settings.grace).as_secs());
+            .arg(recover_after(&self.settings).as_secs());
         for ttl in &self.cycle.ttls {
             inv.arg(*ttl);
         }
@@ -1521,7 +1528,7 @@ impl Loop {
                 prefix: self.keys.prefix.clone(),
                 slot: 0,
                 token: Some(c.token),
-                fence_at: Some(c.claimed + FENCE_AFTER),
+                fence_at: Some(c.claimed + self.settings.fence_after),
             };
             Ready {
                 job,
@@ -1546,6 +1553,7 @@ mod tests {
             concurrency: 1,
             default_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(5),
+            fence_after: FENCE_AFTER,
             on_failure: OnFailure::Reschedule,
             failure_delay: 10,
             timezone: Tz::UTC,
@@ -1632,7 +1640,8 @@ mod tests {
 
     #[test]
     fn fencing_keeps_recovery_as_fast_as_before() {
-        assert_eq!(recover_after(settings().grace), Duration::from_secs(10));
+        assert_eq!(recover_after(&settings()), Duration::from_secs(10));
         assert!(FENCE_AFTER >= POLL_EVERY * 3);
+        assert!(Duration::from_secs(crate::limits::FENCE_AFTER.lo) >= POLL_EVERY * 3);
     }
 }

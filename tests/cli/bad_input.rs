@@ -775,6 +775,11 @@ fn cases() -> Vec<Case> {
             "'--grace <SECS>': must be in 1..=86400 seconds",
         ),
         case(
+            "fencing interval under three refreshes",
+            &["work", "A", "--fence-after", "2", "--", "true"],
+            "'--fence-after <SECS>': must be in 3..=86400 seconds, got 2",
+        ),
+        case(
             "negative concurrency flag",
             &["work", "A", "-j", "-1", "--", "true"],
             "'--concurrency <N>': must be in 1..=1024, got -1",
@@ -803,6 +808,11 @@ fn cases() -> Vec<Case> {
             "negative failure-delay",
             "[redbike]\nfailure-delay = -1\n",
             "it takes 0..=31536000 seconds",
+        ),
+        config(
+            "fence-after of a week",
+            "[redbike]\nfence-after = 604800\n",
+            "redbike.fence-after: must be in 3..=86400 seconds, got 604800",
         ),
         config(
             "grace-period 0",

@@ -294,6 +294,36 @@ fn a_worker_cut_off_from_redis_never_overlaps_the_recovered_run() {
 }
 
 #[test]
+fn a_longer_fencing_interval_rides_out_a_partition_and_delays_recovery_as_much() {
+    let t = Fence::new();
+    let proxy = Proxy::start(t.s.port);
+    t.set("long:A", "CONTINUE");
+    let disp = t.dispatcher();
+    let w = t.worker(&proxy.url(), &[], &["--grace", "1", "--fence-after", "12"]);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    // The recovery instant it writes, on Redis's clock: now + 12 s + grace 1 s + 2 s
+    // (written up to a refresh ago; TIME read here in whole seconds).
+    let mut con = t.s.con();
+    let score: f64 = con.zscore("t-leases", "long:A").unwrap();
+    let (now, _): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
+    let ahead = score - now as f64;
+    assert!(
+        (13.5..=16.5).contains(&ahead),
+        "recovery instant {ahead} s ahead"
+    );
+    // Cut off for 6 s: past the default 3 s interval, well within 12 s.
+    proxy.partition();
+    thread::sleep(Duration::from_secs(6));
+    proxy.heal();
+    thread::sleep(Duration::from_secs(2));
+    let runs = t.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].end, None, "the job was stopped: {runs:?}");
+    assert_eq!(t.failure("long:A"), "");
+    t.stop(vec![w, disp]);
+}
+
+#[test]
 fn a_worker_back_before_recovery_reports_the_fencing() {
     let t = Fence::new();
     t.set("long:A", "CONTINUE");
