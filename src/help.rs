@@ -76,6 +76,12 @@ year for YEARLY. So FREQ=DAILY;BYHOUR=9 fires at 09:00:00 and FREQ=MINUTELY;INTE
 at :00, :05, ... This deliberately differs from Python redbike 0.13.1, which takes \
 \"now\" as DTSTART and so inherits its seconds and drifts by each job's run time.
 
+BYSETPOS counts positions from the start of each FREQ period, the first one too (RFC \
+5545), and drops those before DTSTART: DTSTART:20241023T090000Z with \
+RRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;BYSETPOS=2 fires on 2024-10-23, 10-30, 11-06. \
+python-dateutil (and so Python redbike 0.13.1) cuts the first week short at DTSTART \
+and fires on 10-25 first.
+
 Time zones follow RFC 5545: a local time that does not exist (spring forward) moves \
 forward by the length of the gap; an ambiguous one (fall back) takes its first \
 occurrence. A daily 02:30 rule in Europe/Berlin fires once on each day around both \

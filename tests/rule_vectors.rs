@@ -18,6 +18,11 @@ struct Case {
     error: bool,
     #[serde(default)]
     why: String,
+    /// python-dateutil's answer where redbike follows RFC 5545 instead.
+    #[serde(default)]
+    dateutil: Option<Vec<i64>>,
+    #[serde(default)]
+    differs: String,
 }
 
 fn load() -> Vec<Case> {
@@ -33,6 +38,12 @@ fn vectors_cover_enough_rules() {
     rules.sort_unstable();
     rules.dedup();
     assert!(rules.len() >= 100, "only {} distinct rules", rules.len());
+}
+
+#[test]
+fn vectors_mark_the_differences_from_dateutil() {
+    let marked = load().into_iter().filter(|c| c.dateutil.is_some()).count();
+    assert!(marked >= 5, "only {marked} cases differ from dateutil");
 }
 
 #[test]
@@ -79,6 +90,13 @@ fn rules_match_dateutil_vectors() {
                     failures.push(format!("{label}: error {e} after {got:?}"));
                     break;
                 }
+            }
+        }
+        if let Some(theirs) = &case.dateutil {
+            if *theirs == case.expect || case.differs.is_empty() {
+                failures.push(format!(
+                    "{label}: marked as differing from dateutil but it does not (or says not why)"
+                ));
             }
         }
         if got != case.expect {

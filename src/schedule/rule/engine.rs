@@ -26,6 +26,13 @@
 //!   year for some January days, e.g. it puts 2011-01-01 in week 53);
 //! * BYDAY mixing plain and numbered weekdays (`BYDAY=MO,1TU`) is a union as
 //!   RFC 5545 says (dateutil intersects the two and so never fires).
+//! * the first WEEKLY period is the whole week holding the start (from
+//!   WKST on), so BYSETPOS counts positions from the week's start as RFC
+//!   5545 says ("a set of recurrence instances starts at the beginning of
+//!   the interval defined by the FREQ rule part"); dateutil cuts that week
+//!   short at DTSTART (its issue 1398). Candidates before the start are
+//!   then dropped, as in every other FREQ, whose first period is already
+//!   whole in both.
 
 use std::ops::ControlFlow;
 
@@ -542,12 +549,11 @@ impl<'a> Plan<'a> {
                     days_from_civil(y, m, 1)
                 }
                 Freq::Weekly => {
-                    let (a, b) = if k == 0 {
-                        (self.start_day, week0 + 7)
-                    } else {
-                        let a = week0 + 7 * i * k;
-                        (a, a + 7)
-                    };
+                    // The whole week, even the first one: BYSETPOS counts
+                    // positions from the start of the period (RFC 5545),
+                    // and days before the start are dropped below.
+                    let a = week0 + 7 * i * k;
+                    let b = a + 7;
                     if a > MAX_DAY {
                         return Ok(ScanEnd::Exhausted);
                     }

@@ -579,6 +579,64 @@ fn rare_rules_are_found_not_capped() {
     );
 }
 
+/// RFC 5545: "a set of recurrence instances starts at the beginning of the
+/// interval defined by the FREQ rule part", also in the first period, which
+/// holds a DTSTART in its middle. dateutil cuts the first WEEKLY period short
+/// at DTSTART (its issue 1398); every other FREQ already takes the whole
+/// period. Candidates before DTSTART are dropped (and not counted).
+#[test]
+fn bysetpos_counts_the_whole_first_period() {
+    let utc = Tz::UTC;
+    let from = "2024-01-01T00:00:00Z";
+    let cases: [(&str, &[&str]); 8] = [
+        // Position 2 of {Mon 21, Wed 23, Fri 25} is DTSTART itself (dateutil: Fri 25).
+        (
+            "DTSTART:20241023T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;BYSETPOS=2",
+            &[
+                "2024-10-23T09:00:00Z",
+                "2024-10-30T09:00:00Z",
+                "2024-11-06T09:00:00Z",
+            ],
+        ),
+        // Position 1 is Mon 21, before DTSTART: that week has no occurrence.
+        (
+            "DTSTART:20241023T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;BYSETPOS=1;COUNT=2",
+            &["2024-10-28T09:00:00Z", "2024-11-04T09:00:00Z"],
+        ),
+        // The week starts at WKST: Sun 20..Sat 26, position 1 is Sun 20.
+        (
+            "DTSTART:20241023T090000Z\nRRULE:FREQ=WEEKLY;WKST=SU;BYDAY=SU,WE;BYSETPOS=1",
+            &["2024-10-27T09:00:00Z", "2024-11-03T09:00:00Z"],
+        ),
+        // Mon 21..Sun 27: position 1 is Wed 23.
+        (
+            "DTSTART:20241023T090000Z\nRRULE:FREQ=WEEKLY;BYDAY=SU,WE;BYSETPOS=1",
+            &["2024-10-23T09:00:00Z", "2024-10-30T09:00:00Z"],
+        ),
+        // The 3rd weekday of October is the 3rd, before DTSTART.
+        (
+            "DTSTART:20241015T090000Z\nRRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=3",
+            &["2024-11-05T09:00:00Z", "2024-12-04T09:00:00Z"],
+        ),
+        (
+            "DTSTART:20240301T000000Z\nRRULE:FREQ=YEARLY;BYMONTH=1,6,12;BYMONTHDAY=1;BYSETPOS=2",
+            &["2024-06-01T00:00:00Z", "2025-06-01T00:00:00Z"],
+        ),
+        // Position 2 of {9h, 12h, 18h} is 12h, before the 13h DTSTART.
+        (
+            "DTSTART:20241023T130000Z\nRRULE:FREQ=DAILY;BYHOUR=9,12,18;BYSETPOS=2",
+            &["2024-10-24T12:00:00Z", "2024-10-25T12:00:00Z"],
+        ),
+        (
+            "DTSTART:20241023T093000Z\nRRULE:FREQ=HOURLY;BYMINUTE=0,20,40;BYSETPOS=2",
+            &["2024-10-23T10:20:00Z", "2024-10-23T11:20:00Z"],
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(take(text, from, utc, want.len()), ats(want), "{text}");
+    }
+}
+
 #[test]
 fn rules_that_never_fire_are_an_error_not_none() {
     for (text, after) in [
