@@ -517,7 +517,15 @@ fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> R
                         print_line(&line(ts))?;
                         after = ts;
                     }
-                    None => break,
+                    None => {
+                        // Like STOP: a valid rule that has ended, not an error.
+                        say!(
+                            "redbike: no run after {}: the rule's UNTIL or COUNT is used up; \
+                             set and load store it as a stopped job (status STP)",
+                            timestamp::iso_utc(after)
+                        );
+                        break;
+                    }
                 }
             }
         }

@@ -67,7 +67,15 @@ and surrounding space do not matter.
 
 The next run is the first occurrence strictly after the reference instant: --after, \
 else the time in the timefile when it exists, else now. A rule with no occurrence left \
-stops the job (status STP).
+(UNTIL passed, COUNT used up) has ended, like STOP: set and load store it and stop the \
+job (status STP), and next says so on stderr and exits 0.
+
+Refused everywhere (exit 2, nothing written), as RFC 5545 says MUST NOT: BYYEARDAY \
+with FREQ=DAILY, WEEKLY or MONTHLY; BYMONTHDAY with WEEKLY; BYWEEKNO without YEARLY; a \
+numbered BYDAY (2MO) except under MONTHLY or YEARLY; BYSETPOS without another BY part; \
+COUNT with UNTIL. Also refused: a rule that can never fire (BYMONTH=2;BYMONTHDAY=30, \
+UNTIL before DTSTART). A worker that meets such a rule stored by Python redbike runs \
+the job, then marks it BAD.
 
 Without DTSTART a rule is anchored at the start of the calendar period containing the \
 reference instant, in the configured timezone: the hour for SECONDLY and MINUTELY, the \

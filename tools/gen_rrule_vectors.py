@@ -35,7 +35,15 @@ Method, per case:
   on every call, the expectation is computed the same way, step by step.
 
 Cases marked "error": true are rules that redbike rejects on purpose (the
-Rust test asserts a RuleError); no expectation is computed for them.
+Rust test asserts a RuleError); no expectation is computed for them. Rules
+that RFC 5545 forbids but dateutil expands (BYYEARDAY under DAILY, WEEKLY or
+MONTHLY, BYMONTHDAY under WEEKLY, BYSETPOS without another BY part) become
+such cases too, random ones included, with the reason in "why".
+
+WEEKLY rules with BYSETPOS and a start after the week's first day are
+expanded from that first day, as RFC 5545 counts positions (see
+whole_first_week); where dateutil's own answer differs the case keeps it in
+"dateutil" with a note in "differs".
 
 For YEARLY rules with BYWEEKNO the dates are cross-checked against Python's
 isocalendar() (WKST=MO), because dateutil 2.9 miscounts some January weeks
@@ -400,6 +408,11 @@ error("FREQ=HOURLY;INTERVAL=2;BYHOUR=1", "never fires: odd hour never reached fr
 error("FREQ=DAILY;COUNT=2;UNTIL=20240101T000000Z", "COUNT with UNTIL")
 error("FREQ=DAILY;INTERVAL=0", "INTERVAL=0")
 error("FREQ=DAILY;BYHOUR=24", "BYHOUR out of range")
+error("FREQ=DAILY;BYYEARDAY=100", "BYYEARDAY under DAILY")
+error("FREQ=MONTHLY;BYYEARDAY=1,-1", "BYYEARDAY under MONTHLY")
+error("FREQ=WEEKLY;BYMONTHDAY=1", "BYMONTHDAY under WEEKLY")
+error("FREQ=DAILY;BYSETPOS=1", "BYSETPOS without another BY part")
+error("DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;UNTIL=20231231T000000Z", "UNTIL before DTSTART")
 error("FREQ=DAYLY", "unknown FREQ")
 error("DTSTART;TZID=Europe/Berln:20240101T000000\nRRULE:FREQ=DAILY", "unknown zone")
 
@@ -522,6 +535,21 @@ def unix(after, zone="UTC"):
     return after if isinstance(after, int) else ts(after, zone)
 
 
+def rfc_refusal(text):
+    """Why redbike refuses a rule that dateutil expands: RFC 5545 says these
+    parts MUST NOT be combined. Such cases (the random ones included) are
+    kept, marked as errors, rather than dropped."""
+    parts = dict(p.split("=", 1) for p in split_rule(text)[2].upper().split(";") if p)
+    freq = parts["FREQ"]
+    if "BYYEARDAY" in parts and freq in ("DAILY", "WEEKLY", "MONTHLY"):
+        return "RFC 5545: BYYEARDAY MUST NOT be used with FREQ=" + freq + " (dateutil accepts it)"
+    if "BYMONTHDAY" in parts and freq == "WEEKLY":
+        return "RFC 5545: BYMONTHDAY MUST NOT be used with FREQ=WEEKLY (dateutil accepts it)"
+    if "BYSETPOS" in parts and not any(k.startswith("BY") and k != "BYSETPOS" for k in parts):
+        return "RFC 5545: BYSETPOS needs another BY part (dateutil accepts it)"
+    return None
+
+
 def expect_of(rule, tz, a, n, rfc=True):
     if split_rule(rule)[0] is None:
         # Without DTSTART every call re-anchors at the period holding its
@@ -550,6 +578,8 @@ def main():
         assert key not in seen, key
         seen.add(key)
         a = unix(after)
+        if why is None:
+            why = rfc_refusal(rule)
         if why is not None:
             out.append({"rule": rule, "tz": tz, "after": a, "error": True, "why": why})
             continue

@@ -707,6 +707,37 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
                 .into(),
         ));
     }
+    if !spec.byyearday.is_empty() && matches!(freq, Freq::Daily | Freq::Weekly | Freq::Monthly) {
+        return Err(RuleError::Conflict(format!(
+            "BYYEARDAY is not allowed with FREQ={} (RFC 5545): use FREQ=YEARLY or drop BYYEARDAY",
+            freq.name()
+        )));
+    }
+    if !spec.bymonthday.is_empty() && freq == Freq::Weekly {
+        return Err(RuleError::Conflict(
+            "BYMONTHDAY is not allowed with FREQ=WEEKLY (RFC 5545): use FREQ=MONTHLY or FREQ=DAILY, \
+             or drop BYMONTHDAY"
+                .into(),
+        ));
+    }
+    let other_by = [
+        spec.bysecond.is_empty(),
+        spec.byminute.is_empty(),
+        spec.byhour.is_empty(),
+        spec.byday.is_empty() && spec.bynday.is_empty(),
+        spec.bymonthday.is_empty(),
+        spec.byyearday.is_empty(),
+        spec.byweekno.is_empty(),
+        spec.bymonth.is_empty(),
+    ]
+    .contains(&false);
+    if !spec.bysetpos.is_empty() && !other_by {
+        return Err(RuleError::Conflict(
+            "BYSETPOS needs another BY part to pick from (RFC 5545): add one such as BYDAY, \
+             or drop BYSETPOS"
+                .into(),
+        ));
+    }
     // BYMONTHDAY x BYMONTH combinations that exist in no year at all.
     if !spec.bymonthday.is_empty() {
         let months: Vec<u32> = if spec.bymonth.is_empty() {
@@ -735,6 +766,20 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
             _ => Until::Local(dv.local),
         }),
     };
+    if let (Some(until), Some(start)) = (until, start) {
+        let (Start::Utc(l) | Start::Zoned(_, l) | Start::Floating(l)) = start;
+        let before = match (until, start) {
+            (Until::Local(u), _) => u < l,
+            (Until::Instant(u), Start::Utc(_)) => u < l,
+            // The start's instant is within 26 hours of its local time.
+            (Until::Instant(u), _) => u < l - 26 * 3600,
+        };
+        if before {
+            return Err(RuleError::NeverFires(
+                "UNTIL is before DTSTART; fix one of them".into(),
+            ));
+        }
+    }
     Ok(Rule {
         spec,
         count,

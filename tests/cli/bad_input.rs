@@ -136,6 +136,56 @@ fn cases() -> Vec<Case> {
             "FREQ=WEEKLY;BYWEEKNO=1",
             "BYWEEKNO is only allowed with FREQ=YEARLY",
         ),
+        rule(
+            "BYYEARDAY under DAILY",
+            "FREQ=DAILY;BYYEARDAY=100",
+            "BYYEARDAY is not allowed with FREQ=DAILY (RFC 5545)",
+        ),
+        rule(
+            "BYYEARDAY under WEEKLY",
+            "FREQ=WEEKLY;BYYEARDAY=1",
+            "BYYEARDAY is not allowed with FREQ=WEEKLY",
+        ),
+        rule(
+            "BYYEARDAY under MONTHLY",
+            "FREQ=MONTHLY;BYYEARDAY=-1",
+            "BYYEARDAY is not allowed with FREQ=MONTHLY",
+        ),
+        rule(
+            "BYMONTHDAY under WEEKLY",
+            "FREQ=WEEKLY;BYMONTHDAY=1",
+            "BYMONTHDAY is not allowed with FREQ=WEEKLY",
+        ),
+        rule(
+            "numbered BYDAY under WEEKLY",
+            "FREQ=WEEKLY;BYDAY=-1FR",
+            "BYDAY with a number (-1FR) is only allowed",
+        ),
+        rule(
+            "BYSETPOS alone",
+            "FREQ=DAILY;BYSETPOS=1",
+            "BYSETPOS needs another BY part",
+        ),
+        rule(
+            "UNTIL before DTSTART",
+            "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;UNTIL=20231231T000000Z",
+            "rule can never fire: UNTIL is before DTSTART",
+        ),
+        case(
+            "next: BYMONTHDAY under WEEKLY",
+            &["next", "FREQ=WEEKLY;BYMONTHDAY=1"],
+            "BYMONTHDAY is not allowed with FREQ=WEEKLY",
+        ),
+        case(
+            "next: never fires",
+            &["next", "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30"],
+            "rule can never fire",
+        ),
+        csv(
+            "load: BYYEARDAY under MONTHLY",
+            "ok:A,NOW\nm:A,FREQ=MONTHLY;BYYEARDAY=1\n",
+            "BYYEARDAY is not allowed with FREQ=MONTHLY",
+        ),
         rule("bad WKST", "FREQ=WEEKLY;WKST=XX", "WKST must be one of"),
         rule("part without =", "FREQ=DAILY;BYHOUR", "expected NAME=VALUE"),
         rule(

@@ -141,6 +141,57 @@ fn set_exhausted_rule_stops() {
     assert_eq!(zscore(&s, "t-timeline", "j"), None);
 }
 
+/// A rule whose occurrences are all past has ended, like STOP: `next` says so on
+/// stderr and exits 0, `set` and `load` store it as a stopped job. (A rule that can
+/// never fire at all is refused: see bad_input.)
+#[test]
+fn an_ended_rule_is_stopped_everywhere_and_next_says_so() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let ended = "FREQ=DAILY;UNTIL=20000101T000000Z";
+    let o = bare(d.path())
+        .args(["next", ended, "-a", "2024-01-01T00:00:00Z"])
+        .run()
+        .success()
+        .stdout_is("");
+    assert!(
+        o.stderr
+            .contains("no run after 2024-01-01T00:00:00Z: the rule's UNTIL or COUNT is used up"),
+        "{}",
+        o.stderr
+    );
+    // Runs out after one of the three runs asked for.
+    let o = bare(d.path())
+        .args([
+            "next",
+            "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;COUNT=2",
+            "-n",
+            "3",
+            "-a",
+            "2024-01-01T12:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is("1704186000 2024-01-02T09:00:00Z\n");
+    assert!(
+        o.stderr.contains("no run after 2024-01-02T09:00:00Z"),
+        "{}",
+        o.stderr
+    );
+    bike(&s, d.path())
+        .args(["set", "j:A", ended])
+        .run()
+        .success()
+        .stdout_is("j:A: stopped\n");
+    std::fs::write(path(&d, "f.csv"), format!("k:A,{ended}\n")).unwrap();
+    bike(&s, d.path()).args(["load", "f.csv"]).ok();
+    for id in ["j:A", "k:A"] {
+        assert!(hget(&s, "t-statuses", id).unwrap().starts_with("STP:"));
+        assert_eq!(hget(&s, "t-schedules", id).as_deref(), Some(ended));
+        assert_eq!(zscore(&s, "t-timeline", id), None);
+    }
+}
+
 #[test]
 fn set_uses_timefile_as_reference_instant() {
     let s = RedisServer::start();

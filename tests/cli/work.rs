@@ -158,6 +158,26 @@ fn each_outcome_is_recorded() {
     assert!(err.contains("exit code 3 (DIE)"), "{err}");
 }
 
+/// One validation policy: a rule RFC 5545 forbids is refused by set/load/next, and a
+/// worker meeting one already stored (by the Python original, whose dateutil accepts
+/// it) runs the job it claimed, then marks it BAD and keeps it out of circulation.
+#[test]
+fn a_stored_rule_rfc_5545_forbids_is_marked_bad_after_its_run() {
+    let t = Setup::new();
+    t.set("py:A", "NOW");
+    let _: () =
+        t.s.con()
+            .hset("t-schedules", "py:A", "FREQ=DAILY;BYYEARDAY=100")
+            .unwrap();
+    let w = t.worker(&["A"]);
+    assert!(t.wait_status("py:A", "BAD"), "{}", t.status("py:A"));
+    t.stop(w);
+    assert_eq!(t.runs(), ["py:A"]);
+    assert_eq!(score(&t.s, "py:A"), None);
+    let queued: Vec<String> = t.s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert!(queued.is_empty(), "{queued:?}");
+}
+
 #[test]
 fn continue_jobs_run_again_and_hold_keeps_failures_out() {
     let t = Setup::new();

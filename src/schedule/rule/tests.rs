@@ -637,15 +637,96 @@ fn bysetpos_counts_the_whole_first_period() {
     }
 }
 
+/// One policy: what RFC 5545 says MUST NOT be, and rules that provably never fire,
+/// are refused when parsed (so by set, load and next, and a worker marks such a
+/// stored schedule BAD); a rule whose occurrences are all past is valid and has
+/// simply ended (`Ok(None)`).
+#[test]
+fn rfc_5545_must_nots_are_refused() {
+    for (text, want) in [
+        (
+            "FREQ=DAILY;BYYEARDAY=100",
+            "BYYEARDAY is not allowed with FREQ=DAILY (RFC 5545)",
+        ),
+        (
+            "FREQ=WEEKLY;BYYEARDAY=1",
+            "BYYEARDAY is not allowed with FREQ=WEEKLY",
+        ),
+        (
+            "FREQ=MONTHLY;BYYEARDAY=-1",
+            "BYYEARDAY is not allowed with FREQ=MONTHLY",
+        ),
+        (
+            "FREQ=WEEKLY;BYMONTHDAY=1",
+            "BYMONTHDAY is not allowed with FREQ=WEEKLY (RFC 5545)",
+        ),
+        (
+            "FREQ=MONTHLY;BYWEEKNO=1",
+            "BYWEEKNO is only allowed with FREQ=YEARLY",
+        ),
+        (
+            "FREQ=WEEKLY;BYDAY=1MO",
+            "BYDAY with a number (1MO) is only allowed",
+        ),
+        (
+            "FREQ=DAILY;COUNT=1;UNTIL=20300101T000000Z",
+            "COUNT and UNTIL cannot both be given",
+        ),
+        ("FREQ=DAILY;BYSETPOS=1", "BYSETPOS needs another BY part"),
+        (
+            "FREQ=MONTHLY;BYSETPOS=-1;WKST=SU",
+            "BYSETPOS needs another BY part",
+        ),
+        (
+            "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;UNTIL=20231231T000000Z",
+            "rule can never fire: UNTIL is before DTSTART",
+        ),
+        (
+            "DTSTART;TZID=Europe/Berlin:20240101T090000\nRRULE:FREQ=DAILY;UNTIL=20240101T085959",
+            "rule can never fire: UNTIL is before DTSTART",
+        ),
+    ] {
+        let e = parse_err(text);
+        assert!(e.contains(want), "{text}: {e}");
+    }
+    // Allowed: BYYEARDAY under YEARLY and sub-daily FREQs, BYMONTHDAY under DAILY,
+    // BYSETPOS with any other BY part, UNTIL equal to DTSTART.
+    for text in [
+        "FREQ=YEARLY;BYYEARDAY=100",
+        "FREQ=HOURLY;BYYEARDAY=100",
+        "FREQ=DAILY;BYMONTHDAY=1",
+        "FREQ=DAILY;BYHOUR=9,17;BYSETPOS=1",
+        "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;UNTIL=20240101T090000Z",
+    ] {
+        rule(text);
+    }
+    // Ended, not invalid: no run after 2000, and no error either.
+    assert_eq!(
+        rule("FREQ=DAILY;UNTIL=20000101T000000Z").next_after(at("2024-01-01T00:00:00Z"), Tz::UTC),
+        Ok(None)
+    );
+}
+
 #[test]
 fn rules_that_never_fire_are_an_error_not_none() {
     for (text, after) in [
         // Only years 2023 + 4k: never a leap year.
-        ("DTSTART:20230101T000000Z\nRRULE:FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29", "2024-01-01T00:00:00Z"),
-        ("FREQ=DAILY;BYYEARDAY=366;BYMONTH=1", "2024-01-01T00:00:00Z"),
-        ("FREQ=MINUTELY;BYYEARDAY=-366;BYMONTH=12", "2024-01-01T00:00:00Z"),
-        ("DTSTART:20240101T000000Z\nRRULE:FREQ=MONTHLY;INTERVAL=12;BYMONTH=2", "2024-01-01T00:00:00Z"),
-        ("DTSTART:20240101T000000Z\nRRULE:FREQ=WEEKLY;INTERVAL=2;BYMONTHDAY=31;BYMONTH=4,6,9,11,2", "2024-01-01T00:00:00Z"),
+        (
+            "DTSTART:20230101T000000Z\nRRULE:FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29",
+            "2024-01-01T00:00:00Z",
+        ),
+        (
+            "FREQ=YEARLY;BYYEARDAY=366;BYMONTH=1",
+            "2024-01-01T00:00:00Z",
+        ),
+        (
+            "FREQ=MINUTELY;BYYEARDAY=-366;BYMONTH=12",
+            "2024-01-01T00:00:00Z",
+        ),
+        (
+            "DTSTART:20240101T000000Z\nRRULE:FREQ=MONTHLY;INTERVAL=12;BYMONTH=2",
+            "2024-01-01T00:00:00Z",
+        ),
     ] {
         let r = Rule::parse(text);
         let e = r.and_then(|r| r.next_after(at(after), Tz::UTC));
