@@ -70,6 +70,8 @@ else the time in the timefile when it exists, else now. A rule with no occurrenc
 (UNTIL passed, COUNT used up) has ended, like STOP: set and load store it and stop the \
 job (status STP), and next says so on stderr and exits 0.
 
+DTSTART and UNTIL may be any date in the years 1900..=9999.
+
 Refused everywhere (exit 2, nothing written), as RFC 5545 says MUST NOT: BYYEARDAY \
 with FREQ=DAILY, WEEKLY or MONTHLY; BYMONTHDAY with WEEKLY; BYWEEKNO without YEARLY; a \
 numbered BYDAY (2MO) except under MONTHLY or YEARLY; BYSETPOS without another BY part; \

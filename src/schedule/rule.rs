@@ -389,7 +389,9 @@ struct DateValue {
     date_only: bool,
 }
 
-/// Parses `YYYYMMDD` or `YYYYMMDDTHHMMSS[Z]`, years 1970..=9999.
+/// Parses `YYYYMMDD` or `YYYYMMDDTHHMMSS[Z]`, years 1900..=9999. 1900 is where
+/// reference times start too ([`MIN_AFTER`]); before it the time zone database
+/// mostly has local mean time (offsets in odd seconds, guessed per city).
 fn parse_date_value(what: &str, v: &str) -> Result<DateValue, RuleError> {
     let bad = || {
         RuleError::Syntax(format!(
@@ -421,9 +423,9 @@ fn parse_date_value(what: &str, v: &str) -> Result<DateValue, RuleError> {
         }
         (digits(9..11)?, digits(11..13)?, digits(13..15)?)
     };
-    if !(1970..=9999).contains(&y) {
+    if !(1900..=9999).contains(&y) {
         return Err(RuleError::OutOfRange(format!(
-            "{what} \"{v}\" is outside the years 1970..=9999: use a date in that range"
+            "{what} \"{v}\" is outside the years 1900..=9999: use a date in that range"
         )));
     }
     if !(1..=12).contains(&mo)

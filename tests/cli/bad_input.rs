@@ -209,9 +209,9 @@ fn cases() -> Vec<Case> {
             "invalid DTSTART \"garbage\"",
         ),
         rule(
-            "DTSTART year 1900",
-            "DTSTART:19000101T000000Z\nRRULE:FREQ=DAILY",
-            "outside the years 1970..=9999",
+            "DTSTART year 1899",
+            "DTSTART:18991231T000000Z\nRRULE:FREQ=DAILY",
+            "outside the years 1900..=9999",
         ),
         rule(
             "DTSTART month 13",

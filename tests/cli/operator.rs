@@ -388,6 +388,19 @@ fn next_previews_without_redis() {
             "1711762200 2024-03-30T01:30:00Z 2024-03-30T02:30:00+01:00 Europe/Berlin\n\
              1711848600 2024-03-31T01:30:00Z 2024-03-31T03:30:00+02:00 Europe/Berlin\n",
         );
+    // DTSTART from 1900 on: an anniversary rule that started in 1950.
+    bare(d.path())
+        .args([
+            "next",
+            "DTSTART;TZID=Europe/Berlin:19500315T090000\nRRULE:FREQ=YEARLY",
+            "-n",
+            "1",
+            "-a",
+            "2024-06-01T00:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is("1742025600 2025-03-15T08:00:00Z 2025-03-15T09:00:00+01:00 Europe/Berlin\n");
     bare(d.path())
         .args(["next", "AT:100"])
         .run()

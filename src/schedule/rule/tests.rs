@@ -159,7 +159,7 @@ fn error_messages() {
             "DTSTART;TZID=Europe/Berln:20240101T000000\nRRULE:FREQ=DAILY",
             "unknown time zone \"Europe/Berln\"",
         ),
-        ("DTSTART:19691231T000000Z\nRRULE:FREQ=DAILY", "outside the years 1970..=9999"),
+        ("DTSTART:18991231T235959Z\nRRULE:FREQ=DAILY", "outside the years 1900..=9999"),
         ("DTSTART:20240230T000000Z\nRRULE:FREQ=DAILY", "no such date"),
         ("DTSTART:20240101T240000Z\nRRULE:FREQ=DAILY", "no such date"),
         ("DTSTART:2024-01-01\nRRULE:FREQ=DAILY", "invalid DTSTART"),
@@ -174,7 +174,7 @@ fn error_messages() {
         ("FREQ=DAILY; BYHOUR=9", "more than one RRULE"),
         ("RRULE:FREQ=DAILY\nEXDATE:20240101T000000Z", "unsupported line \"EXDATE\""),
         ("FREQ=DAILY;UNTIL=2024", "invalid UNTIL"),
-        ("FREQ=DAILY;UNTIL=19600101T000000Z", "outside the years 1970..=9999"),
+        ("FREQ=DAILY;UNTIL=18990101T000000Z", "outside the years 1900..=9999"),
     ];
     for (text, want) in cases {
         let got = parse_err(text);
@@ -1036,12 +1036,43 @@ fn wkst_changes_weekly_intervals() {
 
 // --- performance and range ------------------------------------------------------
 
+/// Anniversary-style rules start decades back: DTSTART from 1900 on.
+#[test]
+fn dtstart_from_1900() {
+    // Germany kept CET in March 1950: 09:00 was 08:00 UTC; now CET again in March.
+    let text = "DTSTART;TZID=Europe/Berlin:19500315T090000\nRRULE:FREQ=YEARLY";
+    assert_eq!(
+        take(text, "2024-06-01T00:00:00Z", Tz::UTC, 2),
+        ats(&["2025-03-15T08:00:00Z", "2026-03-15T08:00:00Z"])
+    );
+    assert_eq!(
+        take(text, "1900-01-01T00:00:00Z", Tz::UTC, 2),
+        ats(&["1950-03-15T08:00:00Z", "1951-03-15T08:00:00Z"])
+    );
+    // COUNT still counts from DTSTART: the 1200th month from January 1900.
+    let text = "DTSTART:19000101T120000Z\nRRULE:FREQ=MONTHLY;COUNT=1200";
+    assert_eq!(
+        take(text, "1999-11-15T00:00:00Z", Tz::UTC, 3),
+        ats(&["1999-12-01T12:00:00Z"])
+    );
+    assert_eq!(
+        take(
+            "DTSTART:19000101T000000Z\nRRULE:FREQ=DAILY",
+            "1900-01-01T00:00:00Z",
+            Tz::UTC,
+            1
+        ),
+        ats(&["1900-01-02T00:00:00Z"])
+    );
+}
+
 #[test]
 fn old_dtstart_with_fine_frequency_is_fast() {
     let start = std::time::Instant::now();
     for text in [
         "DTSTART:20000101T000000Z\nRRULE:FREQ=MINUTELY",
         "DTSTART:19700101T000000Z\nRRULE:FREQ=SECONDLY;INTERVAL=7",
+        "DTSTART:19000101T000000Z\nRRULE:FREQ=SECONDLY;INTERVAL=7",
         "DTSTART;TZID=Europe/Berlin:20000101T000000\nRRULE:FREQ=MINUTELY;INTERVAL=13;BYHOUR=9",
     ] {
         let r = rule(text);
