@@ -119,7 +119,8 @@ pub enum Command {
     Set {
         /// The job id; the part after its last ':' names its queue
         jobid: String,
-        /// NOW, AT:TIMESTAMP, CONTINUE, STOP, or an RRULE such as FREQ=DAILY;BYHOUR=9
+        /// NOW, AT:TIMESTAMP, CONTINUE, STOP, an RRULE such as FREQ=DAILY;BYHOUR=9, or a
+        /// cron line such as "CRON:0 9 * * MON-FRI"
         schedule: String,
         /// Reference instant for the next run [default: the timefile's time, else now]
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
@@ -193,7 +194,7 @@ pub enum Command {
     /// Preview the next run times of a schedule (does not touch Redis)
     #[command(after_long_help = help::SCHEDULES)]
     Next {
-        /// The schedule
+        /// The schedule: NOW, AT:TIMESTAMP, CONTINUE, STOP, an RRULE or CRON:LINE
         schedule: String,
         /// How many run times, 1..=100000
         #[arg(short = 'n', long, default_value_t = 5, value_name = "COUNT",
@@ -493,11 +494,8 @@ fn cmd_ping(config: &Config) -> Result<ExitCode> {
 fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> Result<ExitCode> {
     let schedule = Schedule::parse(text)?;
     let mut after = parse_ts("--after", after, config)?.unwrap_or_else(timestamp::now);
-    let zone = match &schedule {
-        Schedule::Rule(rule) => rule.zone().or(Some(config.timezone)),
-        _ => Some(config.timezone),
-    }
-    .filter(|z| *z != chrono_tz::Tz::UTC);
+    let zone =
+        Some(schedule.own_zone().unwrap_or(config.timezone)).filter(|z| *z != chrono_tz::Tz::UTC);
     let line = |ts: i64| match zone {
         Some(z) => format!(
             "{ts} {} {} {z}",
@@ -507,21 +505,22 @@ fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> R
         None => format!("{ts} {}", timestamp::iso_utc(ts)),
     };
     match &schedule {
-        Schedule::Rule(rule) => {
+        Schedule::Rule(_) | Schedule::Cron(_) => {
             for _ in 0..count {
-                match rule
-                    .next_after(after, config.timezone)
+                match schedule
+                    .placement(after, config.timezone)
                     .map_err(rule_error(text))?
                 {
-                    Some(ts) => {
+                    Placement::Timeline(ts) => {
                         print_line(&line(ts))?;
                         after = ts;
                     }
-                    None => {
+                    _ => {
                         // Like STOP: a valid rule that has ended, not an error.
                         say!(
-                            "redbike: no run after {}: the rule's UNTIL or COUNT is used up; \
-                             set and load store it as a stopped job (status STP)",
+                            "redbike: no run after {}: the rule's UNTIL or COUNT is used up \
+                             (or the year 9999 ends); set and load store it as a stopped job \
+                             (status STP)",
                             timestamp::iso_utc(after)
                         );
                         break;

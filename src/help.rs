@@ -63,7 +63,7 @@ seconds or ISO 8601, UTC unless it says otherwise (stored as STOP). CONTINUE run
 as soon as each run ends, or after the backoff the job asks for. STOP does not run, and \
 takes the job off the timeline and out of its queue. Anything else is an iCal RRULE: \
 FREQ=..., RRULE:FREQ=..., or DTSTART[;TZID=zone]:... and RRULE:... on two lines; case \
-and surrounding space do not matter.
+and surrounding space do not matter. CRON:LINE is a cron line (below).
 
 The next run is the first occurrence strictly after the reference instant: --after, \
 else the time in the timefile when it exists, else now. A rule with no occurrence left \
@@ -91,6 +91,16 @@ BYSETPOS counts positions from the start of each FREQ period, the first one too 
 RRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;BYSETPOS=2 fires on 2024-10-23, 10-30, 11-06. \
 python-dateutil (and so Python redbike 0.13.1) cuts the first week short at DTSTART \
 and fires on 10-25 first.
+
+CRON: takes a crontab's time fields: five (minute hour day-of-month month \
+day-of-week), six with a leading seconds field, or @yearly, @annually, @monthly, \
+@weekly, @daily, @midnight, @hourly. Fields are lists of *, N, A-B with optional /STEP; \
+JAN..DEC and SUN..SAT names; 7 is Sunday. As in Vixie cron, when both day fields are \
+restricted a day matches either (0 9 1 * MON: the 1st and every Monday); when one \
+starts with * it must match both. It runs in the configured timezone or the zone of a \
+CRON_TZ= or TZ= prefix (CRON:CRON_TZ=Europe/Berlin 30 2 * * *), with DST handled as \
+for rules (below). Python redbike 0.13.1 cannot parse cron lines: its workers mark such \
+jobs BAD.
 
 Time zones follow RFC 5545: a local time that does not exist (spring forward) moves \
 forward by the length of the gap; an ambiguous one (fall back) takes its first \

@@ -302,11 +302,12 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
             };
             d("place", placement, None)
         }
-        Ok(Schedule::Rule(rule)) => match rule.next_after(now, s.timezone) {
-            Ok(Some(ts)) => d("place", Placement::Timeline(ts), None),
-            Ok(None) => d("place", Placement::Stop, None),
-            Err(_) => d("bad", Placement::Stop, None),
-        },
+        Ok(recurring @ (Schedule::Rule(_) | Schedule::Cron(_))) => {
+            match recurring.placement(now, s.timezone) {
+                Ok(placement) => d("place", placement, None),
+                Err(_) => d("bad", Placement::Stop, None),
+            }
+        }
     }
 }
 

@@ -353,6 +353,84 @@ proptest! {
     }
 }
 
+// ---------------------------------------------------------------- cron lines
+
+/// One cron field: `*`, numbers, names, ranges, steps and lists, sometimes wrong.
+fn cron_field() -> impl Strategy<Value = String> {
+    let atom = prop_oneof![
+        Just("*".to_string()),
+        (0u32..70).prop_map(|n| n.to_string()),
+        prop::sample::select(vec![
+            "MON", "sun", "Sat", "JAN", "dec", "FOO", "", "-1", "?", "L"
+        ])
+        .prop_map(str::to_string),
+    ];
+    let item = (
+        atom.clone(),
+        prop::option::of(atom),
+        prop::option::of(0u32..70),
+    )
+        .prop_map(|(a, b, step)| {
+            let mut s = a;
+            if let Some(b) = b {
+                s = format!("{s}-{b}");
+            }
+            if let Some(step) = step {
+                s = format!("{s}/{step}");
+            }
+            s
+        });
+    prop::collection::vec(item, 1..4).prop_map(|v| v.join(","))
+}
+
+/// A cron line: 4 to 7 fields or an @name, with or without a zone prefix.
+fn cron_line() -> impl Strategy<Value = String> {
+    (
+        prop_oneof![
+            4 => prop::collection::vec(cron_field(), 4..=7).prop_map(|f| f.join(" ")),
+            1 => prop::sample::select(vec!["@daily", "@hourly", "@YEARLY", "@reboot", "@"])
+                .prop_map(str::to_string),
+        ],
+        prop::sample::select(vec![
+            "",
+            "CRON_TZ=Europe/Berlin ",
+            "TZ=America/New_York ",
+            "TZ=Nowhere ",
+        ]),
+    )
+        .prop_map(|(fields, zone)| format!("CRON:{zone}{fields}"))
+}
+
+proptest! {
+    #![proptest_config(config(400))]
+
+    #[test]
+    fn cron_lines(text in cron_line(), afters in prop::collection::vec(after(), 1..4), tz in zone()) {
+        if let Ok(Schedule::Cron(cron)) = Schedule::parse(&text) {
+            for after in afters {
+                let Ok(Some(n)) = cron.next_after(after, tz) else { continue };
+                prop_assert!(n > after && n <= MAX_UNIX, "{text:?}: next_after({after}) = {n}");
+                // Runs do not depend on the reference instant.
+                if n - 1 > after {
+                    prop_assert_eq!(cron.next_after(n - 1, tz), Ok(Some(n)), "{:?}", text);
+                }
+                if let Ok(Some(m)) = cron.next_after(n, tz) {
+                    prop_assert!(m > n, "{text:?}: next_after({n}) = {m}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cron_soup(text in "CRON:[-*/,0-9A-Za-z@=_ ]{0,40}", a in after(), tz in zone()) {
+        if let Ok(Schedule::Cron(cron)) = Schedule::parse(&text) {
+            if let Ok(Some(n)) = cron.next_after(a, tz) {
+                prop_assert!(n > a, "{text:?}");
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- CSV
 
 /// A field as someone might write it by hand: quoted or not, with commas, quotes, line

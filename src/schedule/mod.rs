@@ -1,11 +1,13 @@
-//! Schedules: `NOW`, `AT:TS`, `CONTINUE`, `STOP`, or an iCal RRULE, and where each puts
-//! a job.
+//! Schedules: `NOW`, `AT:TS`, `CONTINUE`, `STOP`, an iCal RRULE or a `CRON:` line, and
+//! where each puts a job.
 
+pub mod cron;
 pub mod rule;
 
 use chrono_tz::Tz;
 
 use crate::timestamp;
+pub use cron::{Cron, CronError};
 pub use rule::{Rule, RuleError};
 
 /// A parsed schedule.
@@ -21,6 +23,8 @@ pub enum Schedule {
     Stop,
     /// Run at each occurrence of a recurrence rule.
     Rule(Box<Rule>),
+    /// Run at each time a cron line matches.
+    Cron(Box<Cron>),
 }
 
 /// The longest schedule accepted, in bytes. The longest rule without repeated values
@@ -46,7 +50,8 @@ pub(crate) fn clip(text: &str) -> std::borrow::Cow<'_, str> {
 pub enum ScheduleError {
     /// The schedule is empty.
     #[error(
-        "schedule is empty; use NOW, AT:TS, CONTINUE, STOP or an RRULE like FREQ=DAILY;BYHOUR=9"
+        "schedule is empty; use NOW, AT:TS, CONTINUE, STOP, an RRULE like FREQ=DAILY;BYHOUR=9 \
+         or a cron line like CRON:0 9 * * *"
     )]
     Empty,
     /// The schedule is longer than [`MAX_SCHEDULE_BYTES`].
@@ -67,6 +72,14 @@ pub enum ScheduleError {
         text: String,
         /// What is wrong with the timestamp.
         message: String,
+    },
+    /// The cron line is malformed.
+    #[error("bad cron schedule {:?}: {source}", clip(.text))]
+    Cron {
+        /// The schedule as given.
+        text: String,
+        /// What the cron parser said.
+        source: CronError,
     },
     /// The recurrence rule is malformed or cannot be evaluated.
     #[error("bad schedule {:?}: {source}", clip(.text))]
@@ -119,6 +132,14 @@ impl Schedule {
                     message,
                 });
         }
+        if upper.starts_with("CRON:") {
+            return Cron::parse(&t[5..])
+                .map(|c| Schedule::Cron(Box::new(c)))
+                .map_err(|source| ScheduleError::Cron {
+                    text: text.to_string(),
+                    source,
+                });
+        }
         Rule::parse(t)
             .map(|r| Schedule::Rule(Box::new(r)))
             .map_err(|source| ScheduleError::Rule {
@@ -127,14 +148,24 @@ impl Schedule {
             })
     }
 
+    /// The zone a rule or cron line names itself, if any.
+    pub fn own_zone(&self) -> Option<Tz> {
+        match self {
+            Schedule::Rule(rule) => rule.zone(),
+            Schedule::Cron(cron) => cron.zone(),
+            _ => None,
+        }
+    }
+
     /// The text stored in `P-schedules`, in the form the Python original understands:
     /// `NOW` and `AT:` become `STOP` (they run once), keywords are upper-case, rules are
-    /// kept as written (trimmed).
+    /// kept as written (trimmed), and so are cron lines (which the original cannot
+    /// parse: a Python worker marks such a job BAD).
     pub fn stored_form(&self, text: &str) -> String {
         match self {
             Schedule::Now | Schedule::At(_) | Schedule::Stop => "STOP".into(),
             Schedule::Continue => "CONTINUE".into(),
-            Schedule::Rule(_) => text.trim().to_string(),
+            Schedule::Rule(_) | Schedule::Cron(_) => text.trim().to_string(),
         }
     }
 
@@ -146,6 +177,10 @@ impl Schedule {
             Schedule::At(ts) => Placement::Timeline(*ts),
             Schedule::Stop => Placement::Stop,
             Schedule::Rule(rule) => match rule.next_after(after, tz)? {
+                Some(ts) => Placement::Timeline(ts),
+                None => Placement::Stop,
+            },
+            Schedule::Cron(cron) => match cron.next_after(after, tz)? {
                 Some(ts) => Placement::Timeline(ts),
                 None => Placement::Stop,
             },

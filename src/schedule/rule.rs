@@ -42,7 +42,8 @@ use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
 use super::{clip, MAX_SCHEDULE_BYTES};
-use engine::{days_from_civil, days_in_month, Freq, Plan, ScanEnd, Spec, DAY, MAX_LOCAL};
+pub(super) use engine::{civil_from_days, days_in_month, weekday, DAY, MAX_LOCAL};
+use engine::{days_from_civil, Freq, Plan, ScanEnd, Spec};
 
 /// Why a rule could not be parsed or evaluated. Every message is one
 /// lower-case line that names the problem and says what to do.
@@ -107,7 +108,7 @@ pub struct Rule {
 }
 
 /// Earliest unix time accepted as `after` (1900-01-01T00:00:00Z).
-const MIN_AFTER: i64 = -2_208_988_800;
+pub(super) const MIN_AFTER: i64 = -2_208_988_800;
 
 impl Rule {
     /// Parses rule text. Accepted forms (case-insensitive, surrounding
@@ -311,7 +312,7 @@ impl Rule {
 }
 
 /// UTC offset (seconds) of `zone` at unix time `t`.
-fn offset_at(zone: Tz, t: i64) -> i64 {
+pub(super) fn offset_at(zone: Tz, t: i64) -> i64 {
     if zone == Tz::UTC {
         return 0;
     }
@@ -334,7 +335,7 @@ fn naive(t: i64) -> NaiveDateTime {
 /// first occurrence, a nonexistent time moves forward by the gap (it keeps
 /// the offset in force before the gap). The flag tells whether the local
 /// time did not exist.
-fn to_instant(zone: Tz, l: i64) -> Result<(i64, bool), RuleError> {
+pub(super) fn to_instant(zone: Tz, l: i64) -> Result<(i64, bool), RuleError> {
     if zone == Tz::UTC {
         return Ok((l, false));
     }
@@ -451,7 +452,7 @@ fn parse_date_value(what: &str, v: &str) -> Result<DateValue, RuleError> {
 }
 
 /// Looks a zone name up, ignoring case.
-fn find_zone(name: &str) -> Result<Tz, RuleError> {
+pub(super) fn find_zone(name: &str) -> Result<Tz, RuleError> {
     if let Ok(tz) = name.parse::<Tz>() {
         return Ok(tz);
     }

@@ -186,7 +186,36 @@ fn cases() -> Vec<Case> {
             "ok:A,NOW\nm:A,FREQ=MONTHLY;BYYEARDAY=1\n",
             "BYYEARDAY is not allowed with FREQ=MONTHLY",
         ),
-        rule("bad WKST", "FREQ=WEEKLY;WKST=XX", "WKST must be one of"),
+        rule("cron: 4 fields", "CRON:* * * *", "cron line has 4 fields"),
+        rule("cron: minute 60", "CRON:60 * * * *", "minute 60 is out of range"),
+        rule(
+            "cron: backwards range",
+            "CRON:0 9 * * FRI-MON",
+            "range \"FRI-MON\" in the day of week field runs backwards",
+        ),
+        rule("cron: step 0", "CRON:*/0 * * * *", "invalid step \"0\""),
+        rule("cron: @reboot", "CRON:@reboot", "unknown cron name \"@reboot\""),
+        rule(
+            "cron: unknown zone",
+            "CRON:TZ=Mars/Olympus 0 9 * * *",
+            "unknown time zone \"Mars/Olympus\"",
+        ),
+        rule(
+            "cron: 30 February",
+            "CRON:0 0 30 2 *",
+            "cron line can never fire",
+        ),
+        case(
+            "next: cron bad name",
+            &["next", "CRON:0 9 * * MONDAY"],
+            "invalid day of week \"MONDAY\"",
+        ),
+        csv(
+            "load: cron hour 24",
+            "ok:A,NOW\nc:A,CRON:0 24 * * *\n",
+            "hour 24 is out of range",
+        ),
+
         rule("part without =", "FREQ=DAILY;BYHOUR", "expected NAME=VALUE"),
         rule(
             "31 February",

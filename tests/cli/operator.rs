@@ -192,6 +192,102 @@ fn an_ended_rule_is_stopped_everywhere_and_next_says_so() {
     }
 }
 
+/// `CRON:` lines: `next` previews them (DST as for rules: 02:30 moves to 03:30 on the
+/// spring-forward day and runs once on the fall-back day), `set` and `load` place them,
+/// `tell` shows them.
+#[test]
+fn cron_lines_are_previewed_set_loaded_and_told() {
+    let s = RedisServer::start();
+    let d = workdir();
+    bare(d.path())
+        .args([
+            "next",
+            "CRON:*/5 * * * *",
+            "-n",
+            "2",
+            "-a",
+            "2024-01-01T10:17:23Z",
+        ])
+        .run()
+        .success()
+        .stdout_is("1704104400 2024-01-01T10:20:00Z\n1704104700 2024-01-01T10:25:00Z\n");
+    bare(d.path())
+        .args([
+            "next",
+            "CRON:CRON_TZ=Europe/Berlin 30 2 * * *",
+            "-n",
+            "2",
+            "-a",
+            "2024-03-30T12:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is(
+            "1711848600 2024-03-31T01:30:00Z 2024-03-31T03:30:00+02:00 Europe/Berlin\n\
+             1711931400 2024-04-01T00:30:00Z 2024-04-01T02:30:00+02:00 Europe/Berlin\n",
+        );
+    // Lines without a zone run in the configured one.
+    std::fs::write(
+        path(&d, "berlin.toml"),
+        "[redbike]\ntimezone = \"Europe/Berlin\"\n",
+    )
+    .unwrap();
+    bare(d.path())
+        .args([
+            "-c",
+            "berlin.toml",
+            "next",
+            "CRON:30 2 * * *",
+            "-n",
+            "2",
+            "-a",
+            "2024-10-26T12:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is(
+            "1729989000 2024-10-27T00:30:00Z 2024-10-27T02:30:00+02:00 Europe/Berlin\n\
+             1730079000 2024-10-28T01:30:00Z 2024-10-28T02:30:00+01:00 Europe/Berlin\n",
+        );
+    // The 1st or any Monday (Vixie cron's day rule).
+    bare(d.path())
+        .args([
+            "next",
+            "CRON:0 9 1 * MON",
+            "-n",
+            "2",
+            "-a",
+            "2024-01-29T10:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is("1706778000 2024-02-01T09:00:00Z\n1707123600 2024-02-05T09:00:00Z\n");
+    bike(&s, d.path())
+        .args([
+            "set",
+            "c:A",
+            "CRON:@daily",
+            "--after",
+            "2030-01-01T12:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is("c:A: next run at 1893542400 (2030-01-02T00:00:00Z)\n");
+    std::fs::write(path(&d, "f.csv"), "k:A,CRON:0 9 * * MON-FRI\n").unwrap();
+    bike(&s, d.path())
+        .args(["load", "f.csv", "--after", "2030-01-04T12:00:00Z"])
+        .ok();
+    // 2030-01-04 is a Friday: next Monday 09:00.
+    assert_eq!(zscore(&s, "t-timeline", "k:A"), Some(1894006800));
+    assert_eq!(
+        hget(&s, "t-schedules", "k:A").as_deref(),
+        Some("CRON:0 9 * * MON-FRI")
+    );
+    let out = bike(&s, d.path()).args(["tell", "c:A"]).ok();
+    assert!(out.contains("\"schedule\": \"CRON:@daily\""), "{out}");
+    assert!(out.contains("2030-01-02T00:00:00Z"), "{out}");
+}
+
 #[test]
 fn set_uses_timefile_as_reference_instant() {
     let s = RedisServer::start();

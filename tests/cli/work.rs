@@ -178,6 +178,25 @@ fn a_stored_rule_rfc_5545_forbids_is_marked_bad_after_its_run() {
     assert!(queued.is_empty(), "{queued:?}");
 }
 
+/// A worker reschedules a cron job at its next matching time.
+#[test]
+fn a_cron_job_goes_back_to_its_next_matching_time() {
+    let t = Setup::new();
+    bike(&t.s, t.d.path())
+        .args(["set", "cron:A", "CRON:15 3 * * *", "--after", "2020-01-01"])
+        .ok();
+    let disp = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(1));
+    assert!(wait_until(10.0, || score(&t.s, "cron:A").is_some_and(|s| s > now())));
+    t.stop(w);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+    let next = score(&t.s, "cron:A").unwrap();
+    assert_eq!(next % 86400, 3 * 3600 + 15 * 60);
+    assert!(next - now() <= 86400);
+    assert_eq!(t.runs(), ["cron:A"]);
+}
+
 #[test]
 fn continue_jobs_run_again_and_hold_keeps_failures_out() {
     let t = Setup::new();

@@ -39,9 +39,9 @@ use std::ops::ControlFlow;
 use super::RuleError;
 
 /// Seconds in a day.
-pub(super) const DAY: i64 = 86_400;
+pub(in crate::schedule) const DAY: i64 = 86_400;
 /// Last local second that can be represented: 9999-12-31T23:59:59.
-pub(super) const MAX_LOCAL: i64 = 253_402_300_799;
+pub(in crate::schedule) const MAX_LOCAL: i64 = 253_402_300_799;
 /// Day number of 9999-12-31.
 const MAX_DAY: i64 = MAX_LOCAL / DAY;
 /// Days in a 400-year Gregorian cycle; the calendar repeats after it.
@@ -124,7 +124,7 @@ pub(super) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// Civil date of a day number.
-pub(super) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(in crate::schedule) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -141,7 +141,7 @@ pub(super) fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
 
-pub(super) fn days_in_month(y: i64, m: u32) -> u32 {
+pub(in crate::schedule) fn days_in_month(y: i64, m: u32) -> u32 {
     match m {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
@@ -159,7 +159,7 @@ fn year_len(y: i64) -> i64 {
 }
 
 /// Weekday of a day number, 0 = Monday.
-pub(super) fn weekday(day: i64) -> u8 {
+pub(in crate::schedule) fn weekday(day: i64) -> u8 {
     (day + 3).rem_euclid(7) as u8
 }
 
