@@ -86,6 +86,11 @@ year for YEARLY. So FREQ=DAILY;BYHOUR=9 fires at 09:00:00 and FREQ=MINUTELY;INTE
 at :00, :05, ... This deliberately differs from Python redbike 0.13.1, which takes \
 \"now\" as DTSTART and so inherits its seconds and drifts by each job's run time.
 
+Rule sets: after DTSTART, several RRULE lines and RDATE, EXRULE and EXDATE lines \
+(EXDATE;TZID=zone:..., values comma-separated); the runs are the RRULE and RDATE times \
+that no EXRULE or EXDATE excludes. EXDATE;VALUE=DATE:20241225 excludes that whole day \
+in the rule's zone (python-dateutil: only its 00:00).
+
 BYSETPOS counts positions from the start of each FREQ period, the first one too (RFC \
 5545), and drops those before DTSTART: DTSTART:20241023T090000Z with \
 RRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;BYSETPOS=2 fires on 2024-10-23, 10-30, 11-06. \

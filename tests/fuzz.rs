@@ -353,6 +353,55 @@ proptest! {
     }
 }
 
+// ---------------------------------------------------------------- rule sets
+
+/// An RDATE or EXDATE line: parameters (TZID, VALUE), one to three values.
+fn date_line() -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["RDATE", "EXDATE", "exdate"]),
+        prop::sample::select(vec![
+            "",
+            ";VALUE=DATE",
+            ";TZID=Europe/Berlin",
+            ";TZID=America/New_York;VALUE=DATE-TIME",
+            ";TZID=Nowhere",
+            ";VALUE=DATE;TZID=UTC",
+            ";X=1",
+        ]),
+        prop::collection::vec(date(), 1..4),
+    )
+        .prop_map(|(name, params, values)| format!("{name}{params}:{}", values.join(",")))
+}
+
+/// A rule set: a rule (with its DTSTART), more RRULE / EXRULE lines and date lines.
+fn rule_set() -> impl Strategy<Value = String> {
+    (
+        structured_rule(),
+        prop::collection::vec(
+            prop_oneof![
+                2 => date_line(),
+                1 => (prop::sample::select(vec!["RRULE:", "EXRULE:"]), prop::sample::select(FREQS.to_vec()), prop::collection::vec(part(), 0..3))
+                    .prop_map(|(name, f, parts)| format!("{name}FREQ={f};{}", parts.join(";"))),
+            ],
+            1..4,
+        ),
+    )
+        .prop_map(|(rule, lines)| format!("{rule}\n{}", lines.join("\n")))
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    #[test]
+    fn rule_sets(text in rule_set(), afters in prop::collection::vec(after(), 1..3), tz in zone()) {
+        if let Ok(rule) = Rule::parse(&text) {
+            for a in afters {
+                check_rule(&text, &rule, a, tz)?;
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- cron lines
 
 /// One cron field: `*`, numbers, names, ranges, steps and lists, sometimes wrong.

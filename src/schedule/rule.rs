@@ -97,15 +97,41 @@ enum Until {
     Local(i64),
 }
 
-/// A parsed recurrence rule. Cheap to clone; evaluation needs no mutable
-/// state, so a `Rule` can be shared between threads.
+/// One RRULE or EXRULE line.
 #[derive(Debug, Clone)]
-pub struct Rule {
+struct Recur {
     spec: Spec,
     count: Option<u32>,
     until: Option<Until>,
-    start: Option<Start>,
 }
+
+/// One RDATE or EXDATE value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DateItem {
+    /// An instant: a value ending in `Z`, or with a TZID.
+    Instant(i64),
+    /// A wall-clock time in the rule's zone.
+    Local(i64),
+    /// A whole local day (day number) in the rule's zone: EXDATE;VALUE=DATE.
+    Day(i64),
+}
+
+/// A parsed recurrence rule, or rule set (several RRULE lines, RDATE, EXRULE,
+/// EXDATE). Cheap to clone; evaluation needs no mutable state, so a `Rule`
+/// can be shared between threads.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    start: Option<Start>,
+    /// At least one.
+    rrules: Vec<Recur>,
+    exrules: Vec<Recur>,
+    rdates: Vec<DateItem>,
+    exdates: Vec<DateItem>,
+}
+
+/// How many occurrences in a row may be excluded before a rule set is given up
+/// on: an EXRULE that excludes (almost) every RRULE occurrence is a mistake.
+const MAX_EXCLUDED_IN_A_ROW: usize = 10_000;
 
 /// Earliest unix time accepted as `after` (1900-01-01T00:00:00Z).
 pub(super) const MIN_AFTER: i64 = -2_208_988_800;
@@ -120,6 +146,9 @@ impl Rule {
     /// * `DTSTART:20240101T090000\nRRULE:FREQ=DAILY` (floating: evaluated
     ///   in the zone given to [`Rule::next_after`])
     /// * `DTSTART;TZID=Europe/Berlin:20240101T090000\nRRULE:FREQ=DAILY`
+    /// * a rule set: after an optional DTSTART, several `RRULE:` lines, and
+    ///   `RDATE`, `EXRULE:` and `EXDATE` lines (`EXDATE;TZID=...:`,
+    ///   `EXDATE;VALUE=DATE:20241225` excluding that whole local day)
     ///
     /// Lines may be separated by `\n`, `\r\n` or spaces. A DTSTART may also
     /// be a date (`DTSTART;VALUE=DATE:20240101`), meaning 00:00:00.
@@ -137,7 +166,10 @@ impl Rule {
             ));
         }
         let mut start: Option<Start> = None;
-        let mut rule_text: Option<&str> = None;
+        let mut rule_texts: Vec<&str> = Vec::new();
+        let mut exrule_texts: Vec<&str> = Vec::new();
+        let mut bare = false;
+        let mut date_lines: Vec<(bool, &str)> = Vec::new();
         for token in text.split_whitespace() {
             let upper = token.to_ascii_uppercase();
             if upper.starts_with("DTSTART:") || upper.starts_with("DTSTART;") {
@@ -156,37 +188,60 @@ impl Rule {
                     clip(token)
                 )));
             }
-            let body = if upper.starts_with("RRULE:") {
-                &token[6..]
-            } else if upper.starts_with("RRULE;") {
+            if upper.starts_with("RDATE") || upper.starts_with("EXDATE") {
+                date_lines.push((upper.starts_with("EXDATE"), token));
+                continue;
+            }
+            if upper.starts_with("RRULE;") || upper.starts_with("EXRULE;") {
                 return Err(RuleError::Syntax(format!(
-                    "unsupported RRULE parameters in \"{}\": write RRULE:FREQ=...",
+                    "unsupported parameters in \"{}\": write RRULE:FREQ=... or EXRULE:FREQ=...",
                     clip(token)
                 )));
+            }
+            if upper.starts_with("RRULE:") {
+                rule_texts.push(&token[6..]);
+            } else if upper.starts_with("EXRULE:") {
+                exrule_texts.push(&token[7..]);
             } else if token.contains('=') && !token.contains(':') {
-                token
+                bare = true;
+                rule_texts.push(token);
             } else {
                 let name = token.split([':', ';']).next().unwrap_or(token);
                 return Err(RuleError::Syntax(format!(
-                    "unsupported line \"{}\": only DTSTART and RRULE (or a bare FREQ=... rule) are supported",
+                    "unsupported line \"{}\": use DTSTART, RRULE, RDATE, EXRULE and EXDATE lines \
+                     (or a bare FREQ=... rule)",
                     clip(name)
                 )));
-            };
-            if rule_text.is_some() {
-                return Err(RuleError::Syntax(
-                    "more than one RRULE (or a space inside the rule): give exactly one rule \
-                     with its parts separated by \";\" and no spaces"
-                        .into(),
-                ));
             }
-            rule_text = Some(body);
         }
-        let Some(body) = rule_text else {
+        if bare && rule_texts.len() > 1 {
+            return Err(RuleError::Syntax(
+                "more than one rule without RRULE: (or a space inside the rule): write each \
+                 rule on an RRULE: line with its parts separated by \";\" and no spaces"
+                    .into(),
+            ));
+        }
+        if rule_texts.is_empty() {
             return Err(RuleError::Syntax(
                 "missing RRULE: add a rule such as \"RRULE:FREQ=DAILY\"".into(),
             ));
+        }
+        let recurs = |texts: &[&str]| -> Result<Vec<Recur>, RuleError> {
+            texts.iter().map(|t| parse_rrule(t, start)).collect()
         };
-        parse_rrule(body, start)
+        let (rrules, exrules) = (recurs(&rule_texts)?, recurs(&exrule_texts)?);
+        let (mut rdates, mut exdates) = (Vec::new(), Vec::new());
+        for (ex, token) in date_lines {
+            let items = parse_date_line(token, ex, start)?;
+            if ex { &mut exdates } else { &mut rdates }.extend(items);
+        }
+        Ok(Rule {
+            start,
+            rrules,
+            exrules,
+            rdates,
+            exdates,
+        })
     }
 
     /// The zone named by the rule's own DTSTART, if any: the TZID, or UTC
@@ -204,8 +259,77 @@ impl Rule {
     /// seconds. `tz` is the zone used when the rule has no DTSTART or a
     /// floating DTSTART. `Ok(None)` means the rule has no occurrence left
     /// (COUNT or UNTIL used up, or none before the year 10000).
+    ///
+    /// A rule set yields the earliest occurrence of any RRULE or RDATE that
+    /// no EXRULE or EXDATE excludes, compared as instants; each RRULE counts
+    /// its own COUNT, as in dateutil's `rruleset`.
     pub fn next_after(&self, after: i64, tz: Tz) -> Result<Option<i64>, RuleError> {
         let zone = self.zone().unwrap_or(tz);
+        let mut after = after;
+        for _ in 0..MAX_EXCLUDED_IN_A_ROW {
+            let mut next: Option<i64> = None;
+            for r in &self.rrules {
+                if let Some(t) = r.next_after(self.start, after, zone)? {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+            for d in &self.rdates {
+                let t = date_instant(*d, zone)?;
+                if t > after && t <= MAX_LOCAL {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                }
+            }
+            let Some(t) = next else {
+                return Ok(None);
+            };
+            if !self.excluded(t, zone)? {
+                return Ok(Some(t));
+            }
+            after = t;
+        }
+        Err(RuleError::Unevaluable(format!(
+            "EXRULE or EXDATE exclude more than {MAX_EXCLUDED_IN_A_ROW} occurrences in a row; \
+             check that they do not exclude (almost) every occurrence"
+        )))
+    }
+
+    /// Whether an EXRULE or EXDATE excludes instant `t`.
+    fn excluded(&self, t: i64, zone: Tz) -> Result<bool, RuleError> {
+        for d in &self.exdates {
+            let hit = match *d {
+                DateItem::Day(day) => (t + offset_at(zone, t)).div_euclid(DAY) == day,
+                other => date_instant(other, zone)? == t,
+            };
+            if hit {
+                return Ok(true);
+            }
+        }
+        for r in &self.exrules {
+            if r.next_after(self.start, t - 1, zone)? == Some(t) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// The instant of an RDATE or EXDATE value (a whole day means its 00:00).
+fn date_instant(d: DateItem, zone: Tz) -> Result<i64, RuleError> {
+    Ok(match d {
+        DateItem::Instant(t) => t,
+        DateItem::Local(l) => to_instant(zone, l)?.0,
+        DateItem::Day(day) => to_instant(zone, day * DAY)?.0,
+    })
+}
+
+impl Recur {
+    /// The first occurrence of this one rule strictly after `after`, in `zone`.
+    fn next_after(
+        &self,
+        start: Option<Start>,
+        after: i64,
+        zone: Tz,
+    ) -> Result<Option<i64>, RuleError> {
         if after >= MAX_LOCAL {
             return Ok(None);
         }
@@ -215,7 +339,7 @@ impl Rule {
             )));
         }
         let off_now = offset_at(zone, after);
-        let start = match self.start {
+        let start = match start {
             Some(Start::Utc(l) | Start::Zoned(_, l) | Start::Floating(l)) => l,
             None => anchor(self.spec.freq, after + off_now),
         };
@@ -463,23 +587,18 @@ pub(super) fn find_zone(name: &str) -> Result<Tz, RuleError> {
         .ok_or_else(|| RuleError::UnknownZone(clip(name).into_owned()))
 }
 
-fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
-    let rest = &token[7..];
-    let Some((params, value)) = rest.split_once(':') else {
-        return Err(RuleError::Syntax(format!(
-            "invalid DTSTART \"{}\": write DTSTART:20240101T090000 or DTSTART;TZID=Europe/Berlin:20240101T090000",
-            clip(token)
-        )));
-    };
+/// The `;TZID=zone` and `;VALUE=DATE|DATE-TIME` parameters of a DTSTART, RDATE
+/// or EXDATE line: the zone and whether the values must be dates.
+fn date_params(what: &str, params: &str) -> Result<(Option<Tz>, Option<bool>), RuleError> {
     let mut zone: Option<Tz> = None;
     let mut want_date: Option<bool> = None;
     for param in params.split(';').filter(|p| !p.is_empty()) {
         let (k, v) = param.split_once('=').unwrap_or((param, ""));
         if k.eq_ignore_ascii_case("TZID") {
             if zone.is_some() {
-                return Err(RuleError::Syntax(
-                    "DTSTART has TZID twice: give it once".into(),
-                ));
+                return Err(RuleError::Syntax(format!(
+                    "{what} has TZID twice: give it once"
+                )));
             }
             zone = Some(find_zone(v.trim_matches('"'))?);
         } else if k.eq_ignore_ascii_case("VALUE") {
@@ -489,17 +608,29 @@ fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
                 false
             } else {
                 return Err(RuleError::Syntax(format!(
-                    "invalid DTSTART parameter \"{}\": VALUE must be DATE or DATE-TIME",
+                    "invalid {what} parameter \"{}\": VALUE must be DATE or DATE-TIME",
                     clip(param)
                 )));
             });
         } else {
             return Err(RuleError::Syntax(format!(
-                "unsupported DTSTART parameter \"{}\": only TZID and VALUE are supported",
+                "unsupported {what} parameter \"{}\": only TZID and VALUE are supported",
                 clip(param)
             )));
         }
     }
+    Ok((zone, want_date))
+}
+
+fn parse_dtstart(token: &str) -> Result<Start, RuleError> {
+    let rest = &token[7..];
+    let Some((params, value)) = rest.split_once(':') else {
+        return Err(RuleError::Syntax(format!(
+            "invalid DTSTART \"{}\": write DTSTART:20240101T090000 or DTSTART;TZID=Europe/Berlin:20240101T090000",
+            clip(token)
+        )));
+    };
+    let (zone, want_date) = date_params("DTSTART", params)?;
     let dv = parse_date_value("DTSTART", value)?;
     if let Some(want) = want_date {
         if want != dv.date_only {
@@ -532,7 +663,7 @@ fn parse_weekday(s: &str) -> Option<u8> {
         .map(|p| p as u8)
 }
 
-fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
+fn parse_rrule(body: &str, start: Option<Start>) -> Result<Recur, RuleError> {
     let mut freq: Option<Freq> = None;
     let mut interval: i64 = 1;
     let mut count: Option<u32> = None;
@@ -783,12 +914,66 @@ fn parse_rrule(body: &str, start: Option<Start>) -> Result<Rule, RuleError> {
             ));
         }
     }
-    Ok(Rule {
-        spec,
-        count,
-        until,
-        start,
-    })
+    Ok(Recur { spec, count, until })
+}
+
+/// Parses an `RDATE` or `EXDATE` line: `[;TZID=zone][;VALUE=DATE|DATE-TIME]:` and
+/// comma-separated values. A TZID or a trailing `Z` makes instants; other
+/// date-times are wall-clock times in the rule's zone; dates are 00:00 for RDATE
+/// and the whole day for EXDATE.
+fn parse_date_line(
+    token: &str,
+    ex: bool,
+    start: Option<Start>,
+) -> Result<Vec<DateItem>, RuleError> {
+    let what = if ex { "EXDATE" } else { "RDATE" };
+    let rest = &token[what.len()..];
+    let bad = || {
+        RuleError::Syntax(format!(
+            "invalid {what} \"{}\": write {what}:20241225T090000[,...], {what};TZID=Europe/Berlin:... \
+             or {what};VALUE=DATE:20241225",
+            clip(token)
+        ))
+    };
+    let (params, values) = rest.split_once(':').ok_or_else(bad)?;
+    if !params.is_empty() && !params.starts_with(';') {
+        return Err(bad());
+    }
+    let (zone, want_date) = date_params(what, params)?;
+    let mut out = Vec::new();
+    for value in values.split(',') {
+        let dv = parse_date_value(what, value)?;
+        if want_date.unwrap_or(false) != dv.date_only {
+            return Err(RuleError::Syntax(format!(
+                "{what} value \"{}\" does not match its VALUE parameter: use YYYYMMDD with \
+                 VALUE=DATE, YYYYMMDDTHHMMSS otherwise",
+                clip(value)
+            )));
+        }
+        out.push(match (zone, dv.utc) {
+            (Some(_), _) if dv.date_only => {
+                return Err(RuleError::Syntax(format!(
+                    "{what} \"{}\" has a TZID and a DATE value: a date is a day in the rule's zone, drop the TZID",
+                    clip(token)
+                )))
+            }
+            (Some(_), true) => {
+                return Err(RuleError::Syntax(format!(
+                    "{what} \"{}\" has both a TZID and a trailing Z: use one of them",
+                    clip(token)
+                )))
+            }
+            (Some(tz), false) => DateItem::Instant(to_instant(tz, dv.local)?.0),
+            (None, true) => DateItem::Instant(dv.local),
+            // A rule in UTC reads floating values as UTC, as it does UNTIL.
+            (None, false) if matches!(start, Some(Start::Utc(_))) && !dv.date_only => {
+                DateItem::Instant(dv.local)
+            }
+            (None, false) if dv.date_only && ex => DateItem::Day(dv.local.div_euclid(DAY)),
+            (None, false) => DateItem::Local(dv.local),
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -192,6 +192,31 @@ fn an_ended_rule_is_stopped_everywhere_and_next_says_so() {
     }
 }
 
+/// Rule sets: `next` previews them, `set` stores them as written.
+#[test]
+fn rule_sets_are_previewed_and_set() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let set = "DTSTART;TZID=Europe/Berlin:20241216T090000\n\
+               RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR\n\
+               EXDATE;VALUE=DATE:20241225,20241226\n\
+               RDATE:20241228T120000";
+    bare(d.path())
+        .args(["next", set, "-n", "3", "-a", "2024-12-24T12:00:00Z"])
+        .run()
+        .success()
+        .stdout_is(
+            "1735286400 2024-12-27T08:00:00Z 2024-12-27T09:00:00+01:00 Europe/Berlin\n\
+             1735383600 2024-12-28T11:00:00Z 2024-12-28T12:00:00+01:00 Europe/Berlin\n\
+             1735545600 2024-12-30T08:00:00Z 2024-12-30T09:00:00+01:00 Europe/Berlin\n",
+        );
+    bike(&s, d.path())
+        .args(["set", "h:A", set, "--after", "2024-12-24T12:00:00Z"])
+        .ok();
+    assert_eq!(zscore(&s, "t-timeline", "h:A"), Some(1735286400));
+    assert_eq!(hget(&s, "t-schedules", "h:A").as_deref(), Some(set));
+}
+
 /// `CRON:` lines: `next` previews them (DST as for rules: 02:30 moves to 03:30 on the
 /// spring-forward day and runs once on the fall-back day), `set` and `load` place them,
 /// `tell` shows them.

@@ -170,9 +170,15 @@ fn error_messages() {
             "DTSTART:20240101T000000Z\nDTSTART:20240101T000000Z\nRRULE:FREQ=DAILY",
             "more than one DTSTART",
         ),
-        ("RRULE:FREQ=DAILY\nRRULE:FREQ=WEEKLY", "more than one RRULE"),
-        ("FREQ=DAILY; BYHOUR=9", "more than one RRULE"),
-        ("RRULE:FREQ=DAILY\nEXDATE:20240101T000000Z", "unsupported line \"EXDATE\""),
+        ("FREQ=DAILY FREQ=WEEKLY", "more than one rule without RRULE:"),
+        ("RRULE:FREQ=DAILY\nEXDATE:tomorrow", "invalid EXDATE \"tomorrow\""),
+        ("RRULE:FREQ=DAILY\nRDATE;VALUE=DATE:20240101T090000", "does not match its VALUE parameter"),
+        ("RRULE:FREQ=DAILY\nEXDATE;TZID=Europe/Berlin;VALUE=DATE:20240101", "has a TZID and a DATE value"),
+        ("RRULE:FREQ=DAILY\nEXDATE;TZID=Nowhere/Land:20240101T090000", "unknown time zone"),
+        ("RRULE:FREQ=DAILY\nEXRULE:FREQ=WEEKLY;BYMONTHDAY=1", "BYMONTHDAY is not allowed"),
+        ("RDATE:20240101T090000Z", "missing RRULE"),
+        ("FREQ=DAILY; BYHOUR=9", "or a space inside the rule"),
+        ("RRULE:FREQ=DAILY\nVEVENT:20240101T000000Z", "unsupported line \"VEVENT\""),
         ("FREQ=DAILY;UNTIL=2024", "invalid UNTIL"),
         ("FREQ=DAILY;UNTIL=18990101T000000Z", "outside the years 1900..=9999"),
     ];
@@ -704,6 +710,60 @@ fn rfc_5545_must_nots_are_refused() {
     assert_eq!(
         rule("FREQ=DAILY;UNTIL=20000101T000000Z").next_after(at("2024-01-01T00:00:00Z"), Tz::UTC),
         Ok(None)
+    );
+}
+
+/// Rule sets: the union of RRULEs and RDATEs minus EXRULEs and EXDATEs.
+#[test]
+fn rule_sets() {
+    let utc = Tz::UTC;
+    // Weekdays at 09:00 except a holiday (a whole day, VALUE=DATE) and one
+    // Berlin-time instant; plus one extra Saturday run.
+    let text = "DTSTART;TZID=Europe/Berlin:20241216T090000\n\
+                RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR\n\
+                EXDATE;VALUE=DATE:20241225,20241226\n\
+                EXDATE;TZID=Europe/Berlin:20241227T090000\n\
+                RDATE:20241228T120000";
+    assert_eq!(
+        take(text, "2024-12-23T12:00:00Z", utc, 4),
+        ats(&[
+            "2024-12-24T08:00:00Z",
+            "2024-12-28T11:00:00Z",
+            "2024-12-30T08:00:00Z",
+            "2024-12-31T08:00:00Z"
+        ])
+    );
+    // Two RRULEs, each with its own COUNT; an EXRULE takes the first Monday of
+    // each month out.
+    let text = "DTSTART:20240101T090000Z\n\
+                RRULE:FREQ=WEEKLY;BYDAY=MO\n\
+                RRULE:FREQ=WEEKLY;BYDAY=FR;BYHOUR=17;COUNT=2\n\
+                EXRULE:FREQ=MONTHLY;BYDAY=1MO";
+    assert_eq!(
+        take(text, "2023-12-31T00:00:00Z", utc, 5),
+        ats(&[
+            "2024-01-05T17:00:00Z",
+            "2024-01-08T09:00:00Z",
+            "2024-01-12T17:00:00Z",
+            "2024-01-15T09:00:00Z",
+            "2024-01-22T09:00:00Z"
+        ])
+    );
+    // An EXRULE that excludes everything is an error, not a hang.
+    let r = rule("RRULE:FREQ=DAILY\nEXRULE:FREQ=DAILY");
+    assert!(matches!(
+        r.next_after(at("2024-01-01T00:00:00Z"), utc),
+        Err(RuleError::Unevaluable(_))
+    ));
+    // RDATEs alone after the RRULE ran out.
+    let text = "DTSTART:20240101T090000Z\nRRULE:FREQ=DAILY;COUNT=1\nRDATE:20240301T090000Z,20240201T090000Z";
+    assert_eq!(
+        take(text, "2023-12-31T00:00:00Z", utc, 5),
+        ats(&[
+            "2024-01-01T09:00:00Z",
+            "2024-02-01T09:00:00Z",
+            "2024-03-01T09:00:00Z"
+        ])
     );
 }
 
