@@ -145,6 +145,34 @@ fn rust_writes_python_reads_and_runs() {
     assert_eq!(tell["working"], false);
 }
 
+/// What a Python worker makes of our new schedules: a `CRON:` line is BAD to it; a rule
+/// set with floating values it understands and reschedules.
+#[test]
+fn python_marks_cron_jobs_bad_and_runs_floating_rule_sets() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    let set = "DTSTART:20200101T090000\nRRULE:FREQ=DAILY\nEXDATE:20200102T090000";
+    for (id, sched) in [("cron:A", "CRON:*/5 * * * *"), ("set:A", set)] {
+        bike(&s, d.path())
+            .args(["set", id, sched, "--after", "2020-01-01T00:00:00Z"])
+            .ok();
+    }
+    py(&p, &s, &d, &["dispatch_once"]);
+    let worked = py(&p, &s, &d, &["work", "A", "2"]);
+    assert!(
+        worked.contains("cron:A") && worked.contains("set:A"),
+        "{worked}"
+    );
+    assert!(
+        status(&s, "cron:A").starts_with("BAD"),
+        "{}",
+        status(&s, "cron:A")
+    );
+    let next: Option<f64> = s.con().zscore("t-timeline", "set:A").unwrap();
+    assert!(next.is_some_and(|t| t as i64 > now() && t as i64 % 86400 == 9 * 3600));
+}
+
 #[test]
 fn rust_dispatcher_waits_for_a_python_lease() {
     let p = need_python!();
