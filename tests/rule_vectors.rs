@@ -1,12 +1,15 @@
-//! Differential test: `Rule::next_after` against occurrences computed
-//! independently with python-dateutil and zoneinfo by
-//! `tools/gen_rrule_vectors.py` (see that script for the method).
+//! Differential tests: schedules against run times computed independently,
+//! RRULEs and rule sets with python-dateutil and zoneinfo
+//! (`tools/gen_rrule_vectors.py`), `CRON:` lines with croniter and zoneinfo
+//! (`tools/gen_cron_vectors.py`); see those scripts for the method.
 
-use redbike::schedule::rule::Rule;
+use redbike::schedule::{Placement, Schedule};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
 struct Case {
+    /// The schedule text.
+    #[serde(alias = "line")]
     rule: String,
     tz: String,
     after: i64,
@@ -18,51 +21,65 @@ struct Case {
     error: bool,
     #[serde(default)]
     why: String,
-    /// python-dateutil's answer where redbike follows RFC 5545 instead.
-    #[serde(default)]
+    /// The reference implementation's own answer where redbike deliberately
+    /// differs (RFC 5545, Vixie cron), and why.
+    #[serde(default, alias = "croniter")]
     dateutil: Option<Vec<i64>>,
     #[serde(default)]
     differs: String,
 }
 
-fn load() -> Vec<Case> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rrule_vectors.json");
-    let text = std::fs::read_to_string(path).expect("read rrule_vectors.json");
-    serde_json::from_str(&text).expect("parse rrule_vectors.json")
+fn load(file: &str) -> Vec<Case> {
+    let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {path}: {e}"))
+}
+
+const RULES: &str = "rrule_vectors.json";
+const CRON: &str = "cron_vectors.json";
+
+#[test]
+fn vectors_cover_enough_schedules() {
+    for (file, least) in [(RULES, 100), (CRON, 200)] {
+        let cases = load(file);
+        let mut texts: Vec<&str> = cases.iter().map(|c| c.rule.as_str()).collect();
+        texts.sort_unstable();
+        texts.dedup();
+        assert!(
+            texts.len() >= least,
+            "{file}: only {} distinct",
+            texts.len()
+        );
+        assert!(cases.iter().filter(|c| c.error).count() >= 15, "{file}");
+    }
 }
 
 #[test]
-fn vectors_cover_enough_rules() {
-    let cases = load();
-    let mut rules: Vec<&str> = cases.iter().map(|c| c.rule.as_str()).collect();
-    rules.sort_unstable();
-    rules.dedup();
-    assert!(rules.len() >= 100, "only {} distinct rules", rules.len());
+fn vectors_mark_the_differences() {
+    for file in [RULES, CRON] {
+        let marked = load(file).iter().filter(|c| c.dateutil.is_some()).count();
+        assert!(marked >= 5, "{file}: only {marked} cases differ");
+    }
 }
 
-#[test]
-fn vectors_mark_the_differences_from_dateutil() {
-    let marked = load().into_iter().filter(|c| c.dateutil.is_some()).count();
-    assert!(marked >= 5, "only {marked} cases differ from dateutil");
-}
-
-#[test]
-fn rules_match_dateutil_vectors() {
+/// Checks every case of `file`: errors where expected, else the first `n` runs after
+/// `after`, calling `placement` with each result as the next reference instant.
+fn check(file: &str) {
     let mut failures = Vec::new();
-    let cases = load();
+    let cases = load(file);
     for case in &cases {
         let tz: chrono_tz::Tz = case.tz.parse().expect("zone in vectors");
         let label = format!("{:?} tz={} after={}", case.rule, case.tz, case.after);
+        let parsed = Schedule::parse(&case.rule);
         if case.error {
-            let outcome = Rule::parse(&case.rule).and_then(|r| r.next_after(case.after, tz));
+            let outcome = parsed
+                .map_err(|e| e.to_string())
+                .and_then(|s| s.placement(case.after, tz).map_err(|e| e.to_string()));
             match outcome {
-                Err(e) => {
-                    let msg = e.to_string();
-                    assert!(
-                        !msg.is_empty() && !msg.contains('\n'),
-                        "{label}: bad message {msg:?}"
-                    );
-                }
+                Err(msg) => assert!(
+                    !msg.is_empty() && !msg.contains('\n'),
+                    "{label}: bad message {msg:?}"
+                ),
                 Ok(v) => failures.push(format!(
                     "{label}: expected an error ({}), got {v:?}",
                     case.why
@@ -70,33 +87,33 @@ fn rules_match_dateutil_vectors() {
             }
             continue;
         }
-        let rule = match Rule::parse(&case.rule) {
-            Ok(r) => r,
-            Err(e) => {
-                failures.push(format!("{label}: parse error {e}"));
+        let schedule = match parsed {
+            Ok(s @ (Schedule::Rule(_) | Schedule::Cron(_))) => s,
+            other => {
+                failures.push(format!("{label}: parsed as {other:?}"));
                 continue;
             }
         };
+        if let Some(theirs) = &case.dateutil {
+            if *theirs == case.expect || case.differs.is_empty() {
+                failures.push(format!(
+                    "{label}: marked as differing from the reference but it does not (or says not why)"
+                ));
+            }
+        }
         let mut after = case.after;
         let mut got = Vec::new();
         for _ in 0..case.n {
-            match rule.next_after(after, tz) {
-                Ok(Some(t)) => {
+            match schedule.placement(after, tz) {
+                Ok(Placement::Timeline(t)) => {
                     got.push(t);
                     after = t;
                 }
-                Ok(None) => break,
+                Ok(_) => break,
                 Err(e) => {
                     failures.push(format!("{label}: error {e} after {got:?}"));
                     break;
                 }
-            }
-        }
-        if let Some(theirs) = &case.dateutil {
-            if *theirs == case.expect || case.differs.is_empty() {
-                failures.push(format!(
-                    "{label}: marked as differing from dateutil but it does not (or says not why)"
-                ));
             }
         }
         if got != case.expect {
@@ -108,9 +125,19 @@ fn rules_match_dateutil_vectors() {
     }
     assert!(
         failures.is_empty(),
-        "{} of {} cases failed:\n{}",
+        "{file}: {} of {} cases failed:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn rules_match_dateutil_vectors() {
+    check(RULES);
+}
+
+#[test]
+fn cron_lines_match_croniter_vectors() {
+    check(CRON);
 }
