@@ -3,6 +3,8 @@
 
 pub mod cron;
 pub mod rule;
+#[cfg(test)]
+mod testing;
 
 use chrono_tz::Tz;
 

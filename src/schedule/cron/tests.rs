@@ -1,35 +1,12 @@
 //! Unit tests for [`Cron`]; expected times worked out by hand.
 
 use super::*;
-
-fn at(s: &str) -> i64 {
-    chrono::DateTime::parse_from_rfc3339(s)
-        .expect("valid timestamp")
-        .timestamp()
-}
+use crate::schedule::testing::{at, ats, chain};
 
 /// The next `n` runs of `line` (the text after `CRON:`) in `tz`.
 fn take(line: &str, after: &str, tz: Tz, n: usize) -> Vec<i64> {
     let c = Cron::parse(line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
-    let mut out = Vec::new();
-    let mut a = at(after);
-    for _ in 0..n {
-        match c
-            .next_after(a, tz)
-            .unwrap_or_else(|e| panic!("{line:?}: {e}"))
-        {
-            Some(t) => {
-                out.push(t);
-                a = t;
-            }
-            None => break,
-        }
-    }
-    out
-}
-
-fn ats(v: &[&str]) -> Vec<i64> {
-    v.iter().map(|s| at(s)).collect()
+    chain(line, after, n, |a| c.next_after(a, tz))
 }
 
 #[test]

@@ -2,14 +2,8 @@
 //! agree with python-dateutil + zoneinfo where dateutil is right).
 
 use super::*;
+use crate::schedule::testing::{at, ats, chain};
 use chrono_tz::Tz;
-
-/// Unix time of an RFC 3339 timestamp.
-fn at(s: &str) -> i64 {
-    DateTime::parse_from_rfc3339(s)
-        .expect("valid timestamp")
-        .timestamp()
-}
 
 fn rule(text: &str) -> Rule {
     Rule::parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
@@ -18,26 +12,7 @@ fn rule(text: &str) -> Rule {
 /// The next `n` occurrences, calling `next_after` with each result.
 fn take(text: &str, after: &str, tz: Tz, n: usize) -> Vec<i64> {
     let r = rule(text);
-    let mut out = Vec::new();
-    let mut a = at(after);
-    for _ in 0..n {
-        match r
-            .next_after(a, tz)
-            .unwrap_or_else(|e| panic!("{text:?}: {e}"))
-        {
-            Some(t) => {
-                assert!(t > a, "{text:?}: {t} not after {a}");
-                out.push(t);
-                a = t;
-            }
-            None => break,
-        }
-    }
-    out
-}
-
-fn ats(v: &[&str]) -> Vec<i64> {
-    v.iter().map(|s| at(s)).collect()
+    chain(text, after, n, |a| r.next_after(a, tz))
 }
 
 fn parse_err(text: &str) -> String {
