@@ -17,7 +17,7 @@ use crate::{
     dispatcher,
     error::{Error, ExitCode, Result},
     hazards::{self, Probe},
-    help, jobid, limits, loader, output, runner,
+    help, jobid, limits, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     stats,
@@ -98,13 +98,13 @@ pub struct WorkFlags {
     #[arg(long, value_enum, value_name = "WHAT")]
     pub on_failure: Option<OnFailure>,
     /// Longest line of a job's output logged, for every queue; longer ones are cut (64 to 1048576) [default: `output-line-bytes` in the config, else 8192]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(output::LINE_BYTES))]
+    #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_line_bytes)]
     pub output_line_bytes: Option<u64>,
     /// Lines of a run's output logged, for every queue (0 to 1000000000) [default: `output-log-lines` in the config, else 10000]
-    #[arg(long, value_name = "LINES", value_parser = clap::value_parser!(u64).range(output::LOG_LINES))]
+    #[arg(long, value_name = "LINES", value_parser = limits::arg::output_log_lines)]
     pub output_log_lines: Option<u64>,
     /// Bytes of a run's output logged, for every queue (0 to 1099511627776) [default: `output-log-bytes` in the config, else 1048576]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(output::LOG_BYTES))]
+    #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_log_bytes)]
     pub output_log_bytes: Option<u64>,
     /// The command to run per job (after `--`); the job id is appended
     #[arg(last = true, value_name = "COMMAND")]
@@ -618,6 +618,20 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     if let Some(f) = flags.fence_after {
         settings.fence_after = Duration::from_secs(f);
     }
+    if let Some((_, ms)) = settings.wait {
+        // A round trip may wait this long for the replicas; three of them must fit in
+        // the fencing interval, or every running job is fenced while a replica lags.
+        if Duration::from_millis(ms * 3) >= settings.fence_after {
+            return Err(crate::config::ConfigError::Value {
+                key: "redbike-redis.wait-timeout-ms",
+                message: format!(
+                    "{ms} ms is too long for a fencing interval of {} s: give less than a third of fence-after",
+                    settings.fence_after.as_secs()
+                ),
+            }
+            .into());
+        }
+    }
     if let Some(f) = flags.on_failure {
         settings.on_failure = f;
     }
@@ -625,7 +639,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     let mut queue_output_limits = w.queue_output_limits.clone();
     for limits in std::iter::once(&mut output_limits).chain(queue_output_limits.values_mut()) {
         if let Some(n) = flags.output_line_bytes {
-            // Within output::LINE_BYTES (clap checked), so it fits a usize.
+            // Within limits::OUTPUT_LINE_BYTES (clap checked), so it fits a usize.
             limits.line_bytes = n as usize;
         }
         limits.log_lines = flags.output_log_lines.unwrap_or(limits.log_lines);

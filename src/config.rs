@@ -17,7 +17,7 @@ use crate::limits;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
-use crate::output::{self, Limits};
+use crate::output::Limits;
 
 /// The file read when no config file is named and it exists.
 pub const DEFAULT_CONFIG_FILE: &str = ".redbike.conf";
@@ -392,15 +392,19 @@ fn checked_output_limits(
     base: Limits,
     bad: impl Fn(usize, String) -> ConfigError,
 ) -> Result<Limits, ConfigError> {
-    let ranges = [output::LINE_BYTES, output::LOG_LINES, output::LOG_BYTES];
+    let ranges = [
+        limits::OUTPUT_LINE_BYTES,
+        limits::OUTPUT_LOG_LINES,
+        limits::OUTPUT_LOG_BYTES,
+    ];
     let mut values = [base.line_bytes as u64, base.log_lines, base.log_bytes];
     for (i, (value, range)) in values.iter_mut().zip(&ranges).enumerate() {
         if let Some(v) = given[i] {
-            *value = output::check_range(v, range).map_err(|why| bad(i, why))?;
+            *value = range.check(v).map_err(|why| bad(i, why))?;
         }
     }
     Ok(Limits {
-        // Within LINE_BYTES, so it fits a usize.
+        // Within OUTPUT_LINE_BYTES, so it fits a usize.
         line_bytes: values[0] as usize,
         log_lines: values[1],
         log_bytes: values[2],

@@ -8,9 +8,11 @@ Redis layout with the Python redbike 0.13.1, so both can serve one prefix at onc
 Keys under PREFIX: PREFIX-schedules (hash), PREFIX-statuses (hash of EVENT:UNIXSECONDS), \
 PREFIX-timeline (sorted set by next run), PREFIX-work-Q (list per queue Q) with \
 PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-control, \
-PREFIX-failures. Status events: TML timeline, ENQ queued, WRK running, STP stopped, \
-DIE failed, TMO timed out, INT stopped because its worker stopped, REC recovered after \
-its worker vanished, BAD unparsable schedule.";
+PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens). Status \
+events: TML timeline, ENQ queued, WRK running, STP stopped, DIE failed, TMO timed out, \
+INT stopped because its worker stopped, FNC stopped because its worker could not \
+confirm it to Redis (fencing), REC recovered after its worker vanished, BAD unparsable \
+schedule.";
 
 /// Files, environment and exit codes, after the options of `redbike --help`.
 pub const MAIN_AFTER: &str = "\

@@ -39,6 +39,15 @@ pub const COUNT: Range = Range::new(1, 100_000, "");
 pub const WAIT_REPLICAS: Range = Range::new(0, 1000, "");
 /// `wait-timeout-ms`: how long to wait for them (Redis's WAIT 0 would wait forever).
 pub const WAIT_TIMEOUT_MS: Range = Range::new(1, 60_000, "milliseconds");
+/// `--output-line-bytes`, `output-line-bytes`, `line-bytes`: longest line of a job's
+/// output logged; it bounds the memory held per running job, so not beyond 1 MiB.
+pub const OUTPUT_LINE_BYTES: Range = Range::new(64, 1 << 20, "bytes");
+/// `--output-log-lines`, `output-log-lines`, `log-lines`: lines a run logs (0: only the
+/// line saying what was not).
+pub const OUTPUT_LOG_LINES: Range = Range::new(0, 1_000_000_000, "");
+/// `--output-log-bytes`, `output-log-bytes`, `log-bytes`: bytes a run logs (1 TiB at
+/// most).
+pub const OUTPUT_LOG_BYTES: Range = Range::new(0, 1 << 40, "bytes");
 /// `port`: a TCP port.
 pub const PORT: Range = Range::new(1, 65_535, "");
 /// `db`: a database number (the server's `databases` setting bounds it further).
@@ -95,6 +104,21 @@ pub mod arg {
     /// `--fence-after`.
     pub fn fence_after(text: &str) -> Result<u64, String> {
         FENCE_AFTER.parse(text)
+    }
+
+    /// `--output-line-bytes`.
+    pub fn output_line_bytes(text: &str) -> Result<u64, String> {
+        OUTPUT_LINE_BYTES.parse(text)
+    }
+
+    /// `--output-log-lines`.
+    pub fn output_log_lines(text: &str) -> Result<u64, String> {
+        OUTPUT_LOG_LINES.parse(text)
+    }
+
+    /// `--output-log-bytes`.
+    pub fn output_log_bytes(text: &str) -> Result<u64, String> {
+        OUTPUT_LOG_BYTES.parse(text)
     }
 
     /// `-j/--concurrency`.

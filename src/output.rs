@@ -9,7 +9,7 @@
 //!
 //! Lines are rendered by [`render`]: binary or invalid UTF-8 output stays compact.
 
-use std::{borrow::Cow, collections::VecDeque, ops::RangeInclusive};
+use std::{borrow::Cow, collections::VecDeque};
 
 /// What one run's output may put in the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,27 +30,6 @@ impl Default for Limits {
             log_lines: 10_000,
             log_bytes: 1 << 20,
         }
-    }
-}
-
-/// Accepted values of [`Limits::line_bytes`]: it bounds the memory held per running
-/// job, so not beyond 1 MiB.
-pub const LINE_BYTES: RangeInclusive<u64> = 64..=1 << 20;
-/// Accepted values of [`Limits::log_lines`]; 0 logs only the line saying what was not.
-pub const LOG_LINES: RangeInclusive<u64> = 0..=1_000_000_000;
-/// Accepted values of [`Limits::log_bytes`] (up to 1 TiB).
-pub const LOG_BYTES: RangeInclusive<u64> = 0..=1 << 40;
-
-/// `value` if `range` holds it, else a message naming the range.
-pub fn check_range(value: u64, range: &RangeInclusive<u64>) -> Result<u64, String> {
-    if range.contains(&value) {
-        Ok(value)
-    } else {
-        Err(format!(
-            "{value} is out of range; give {} to {}",
-            range.start(),
-            range.end()
-        ))
     }
 }
 
@@ -463,15 +442,11 @@ mod tests {
     }
 
     #[test]
-    fn ranges_are_named() {
-        assert_eq!(check_range(64, &LINE_BYTES), Ok(64));
-        assert_eq!(
-            check_range(10, &LINE_BYTES),
-            Err("10 is out of range; give 64 to 1048576".into())
-        );
-        assert!(check_range(0, &LOG_LINES).is_ok());
+    fn defaults_are_in_range() {
+        use crate::limits::{OUTPUT_LINE_BYTES, OUTPUT_LOG_BYTES, OUTPUT_LOG_LINES};
         let d = Limits::default();
-        assert!(LINE_BYTES.contains(&(d.line_bytes as u64)));
-        assert!(LOG_LINES.contains(&d.log_lines) && LOG_BYTES.contains(&d.log_bytes));
+        assert!(OUTPUT_LINE_BYTES.check(d.line_bytes).is_ok());
+        assert!(OUTPUT_LOG_LINES.check(d.log_lines).is_ok());
+        assert!(OUTPUT_LOG_BYTES.check(d.log_bytes).is_ok());
     }
 }

@@ -733,6 +733,46 @@ fn numeric_invocations(text: &str) -> Vec<(Vec<String>, redbike::limits::Range)>
             line(&["redbike", "work", "A", "-j", text, "--", "true"]),
             CONCURRENCY,
         ),
+        (
+            line(&["redbike", "work", "A", "--fence-after", text, "--", "true"]),
+            FENCE_AFTER,
+        ),
+        (
+            line(&[
+                "redbike",
+                "work",
+                "A",
+                "--output-line-bytes",
+                text,
+                "--",
+                "true",
+            ]),
+            OUTPUT_LINE_BYTES,
+        ),
+        (
+            line(&[
+                "redbike",
+                "work",
+                "A",
+                "--output-log-lines",
+                text,
+                "--",
+                "true",
+            ]),
+            OUTPUT_LOG_LINES,
+        ),
+        (
+            line(&[
+                "redbike",
+                "work",
+                "A",
+                "--output-log-bytes",
+                text,
+                "--",
+                "true",
+            ]),
+            OUTPUT_LOG_BYTES,
+        ),
         (line(&["redbike", "next", "NOW", "-n", text]), COUNT),
     ]
 }
@@ -741,7 +781,14 @@ fn numeric_invocations(text: &str) -> Vec<(Vec<String>, redbike::limits::Range)>
 fn parsed_value(cli: &redbike::cli::Cli) -> Option<u64> {
     use redbike::cli::Command;
     match &cli.command {
-        Command::Work(f) => f.timeout.or(f.grace).or(f.concurrency.map(|n| n as u64)),
+        Command::Work(f) => f
+            .timeout
+            .or(f.grace)
+            .or(f.concurrency.map(|n| n as u64))
+            .or(f.fence_after)
+            .or(f.output_line_bytes)
+            .or(f.output_log_lines)
+            .or(f.output_log_bytes),
         Command::Next { count, .. } => Some(*count as u64),
         _ => None,
     }

@@ -893,6 +893,15 @@ fn cases() -> Vec<Case> {
             "[redbike]\nfence-after = 604800\n",
             "redbike.fence-after: must be in 3..=86400 seconds, got 604800",
         ),
+        case(
+            "replica wait longer than a third of the fencing interval",
+            &["-c", "rb.toml", "work", "A", "--", "true"],
+            "redbike-redis.wait-timeout-ms: 1000 ms is too long for a fencing interval of 3 s",
+        )
+        .file(
+            "rb.toml",
+            "[redbike]\nfence-after = 3\n[redbike-redis]\nwait-replicas = 1\nwait-timeout-ms = 1000\n",
+        ),
         config(
             "grace-period 0",
             "[redbike]\ngrace-period = 0\n",

@@ -302,13 +302,14 @@ fn a_longer_fencing_interval_rides_out_a_partition_and_delays_recovery_as_much()
     let w = t.worker(&proxy.url(), &[], &["--grace", "1", "--fence-after", "12"]);
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
     // The recovery instant it writes, on Redis's clock: now + 12 s + grace 1 s + 2 s
-    // (written up to a refresh ago; TIME read here in whole seconds).
+    // (written a refresh ago, later on a loaded machine; TIME read here in whole
+    // seconds). With the default interval it would be 6 s.
     let mut con = t.s.con();
     let score: f64 = con.zscore("t-leases", "long:A").unwrap();
     let (now, _): (i64, i64) = redis::cmd("TIME").query(&mut con).unwrap();
     let ahead = score - now as f64;
     assert!(
-        (13.5..=16.5).contains(&ahead),
+        (11.0..=16.5).contains(&ahead),
         "recovery instant {ahead} s ahead"
     );
     // Cut off for 6 s: past the default 3 s interval, well within 12 s.

@@ -348,16 +348,16 @@ fn limits_out_of_range_are_usage_errors() {
             .run()
     };
     work(&["--output-line-bytes", "10"])
-        .fails(2, "10 is not in 64..=1048576")
+        .fails(2, "must be in 64..=1048576 bytes, got 10")
         .stderr_has("--output-line-bytes");
     work(&["--output-log-lines", "1000000001"])
-        .fails(2, "1000000001 is not in 0..=1000000000")
+        .fails(2, "must be in 0..=1000000000, got 1000000001")
         .stderr_has("--output-log-lines");
     work(&["--output-log-bytes", "x"]).fails(2, "--output-log-bytes");
     for (text, part) in [
         (
             "[redbike]\noutput-line-bytes = 2000000\n",
-            "redbike.output-line-bytes: 2000000 is out of range; give 64 to 1048576",
+            "redbike.output-line-bytes: must be in 64..=1048576 bytes, got 2000000",
         ),
         (
             "[redbike]\noutput-log-bytes = 1099511627777\n",
@@ -365,7 +365,7 @@ fn limits_out_of_range_are_usage_errors() {
         ),
         (
             "[redbike.output-limits.B]\nline-bytes = 1\n",
-            "redbike.output-limits: queue B: line-bytes 1 is out of range; give 64 to 1048576",
+            "redbike.output-limits: queue B: line-bytes must be in 64..=1048576 bytes, got 1",
         ),
         (
             "[redbike.output-limits.B]\nlines = 1\n",
