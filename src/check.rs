@@ -13,12 +13,9 @@ use crate::{
     recovery,
     schedule::Schedule,
     scripts,
-    store::{Scan, Store},
+    store::{Place, Scan, Store},
     worker::Settings,
 };
-
-/// Where a job is: on the timeline, queued, leased, and its status.
-type Places = (bool, bool, bool, Option<String>);
 
 /// Items read per SCAN-family call and per pipelined check.
 const CHUNK: usize = 1000;
@@ -405,31 +402,6 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         Ok(())
     }
 
-    /// Where each job is: (on timeline, queued, leased, status), read atomically.
-    fn places(&mut self, jobs: &[&(String, String)]) -> RedisResult<Vec<Places>> {
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut inv = scripts::PLACES.prepare_invoke();
-        inv.key(&self.store.keys.timeline)
-            .key(&self.store.keys.statuses)
-            .arg(&self.store.keys.prefix);
-        for (id, _) in jobs {
-            inv.arg(id);
-        }
-        let flat: Vec<redis::Value> = inv.invoke(self.store.con)?;
-        Ok(flat
-            .chunks_exact(4)
-            .map(|c| {
-                let flag = |v: &redis::Value| matches!(v, redis::Value::Int(1));
-                let status = redis::from_redis_value::<Option<String>>(c[3].clone())
-                    .ok()
-                    .flatten();
-                (flag(&c[0]), flag(&c[1]), flag(&c[2]), status)
-            })
-            .collect())
-    }
-
     fn check_schedule_chunk(
         &mut self,
         jobs: &[(String, String)],
@@ -438,10 +410,10 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         let mut live = Vec::new();
         let mut unparsable = Vec::new();
         // A job whose queue's keys are of other types is left out (check_keys reported
-        // them): where it is cannot be told.
+        // them): where it is cannot be told. STOP jobs too: a one-off run may be lost
+        // (below).
         for job in jobs.iter().filter(|j| self.queue_keys_fit(queue_of(&j.0))) {
             match Schedule::parse(&job.1) {
-                Ok(Schedule::Stop) => {}
                 Ok(_) => live.push(job),
                 Err(e) => unparsable.push((job, e.to_string())),
             }
@@ -449,10 +421,23 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         for ((id, text), why) in unparsable {
             self.check_unparsable(id, text, why)?;
         }
-        let places = self.places(&live)?;
-        for ((id, text), (score, queued, leased, status)) in live.into_iter().zip(places) {
+        let ids: Vec<&str> = live.iter().map(|(id, _)| id.as_str()).collect();
+        let places = self.store.places(&ids)?;
+        for ((id, text), place) in live.into_iter().zip(places) {
+            let Place {
+                due,
+                queued,
+                leased,
+                status,
+            } = place;
+            let score = due.is_some();
             let q = queue_of(id);
+            let wrk = status.as_deref().is_some_and(|s| s.starts_with("WRK:"));
             match (score, queued, leased) {
+                // Stopped, or a one-off that ran: where a STOP job belongs. Status WRK
+                // says a one-off run was claimed and never recorded as done (its worker
+                // died): that run is lost (see oneoff_action in common.lua).
+                (false, false, false) if text == "STOP" && !wrk => {}
                 (false, false, false)
                     if status.as_deref().is_some_and(|s| s.starts_with("DIE:")) =>
                 {
@@ -467,10 +452,18 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                     )?;
                 }
                 (false, false, false) => {
+                    let detail = if text == "STOP" {
+                        format!(
+                            "one-off run never completed (status {})",
+                            status.unwrap_or_default()
+                        )
+                    } else {
+                        format!("schedule {text}")
+                    };
                     let f = Finding {
                         kind: "out-of-circulation",
                         jobid: id.clone(),
-                        detail: format!("schedule {text}"),
+                        detail,
                         queue: q.to_string(),
                     };
                     (self.emit)(&f);

@@ -154,6 +154,7 @@ pub enum Command {
         before: Option<String>,
     },
     /// Print schedules as CSV rows JOBID,SCHEDULE, sorted by job id
+    #[command(after_long_help = help::BACKUP)]
     Schedules,
     /// Signal dispatchers and workers: HALT stops them, RESUME clears HALT
     Control {
@@ -161,6 +162,9 @@ pub enum Command {
         signal: String,
     },
     /// Set many jobs from a CSV file of JOBID,SCHEDULE rows (all rows checked first)
+    ///
+    /// `redbike schedules > backup.csv` then `redbike load backup.csv` restores a
+    /// prefix: see redbike-schedules(1) for what a backup keeps.
     #[command(after_long_help = help::SCHEDULES)]
     Load {
         /// The CSV file (RFC 4180; `-` for standard input)
@@ -459,8 +463,7 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
     let mut sorted = SortedCsv::new(SPILL_ROWS);
     with_store(config, |store| {
-        let key = store.keys.schedules.clone();
-        store.scan_hash(&key, |id, schedule| sorted.push(vec![id, schedule]))
+        crate::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
     })?;
     sorted.finish(out())?;
     Ok(ExitCode::Success)

@@ -169,16 +169,38 @@ claimed.
 
 control HALT and SIGTERM, SIGINT, SIGHUP, SIGQUIT stop claiming, hand back the jobs \
 claimed ahead, let running jobs finish for up to the grace period, then stop them as \
-on timeout (status INT instead of TMO), record every outcome and exit 0. A second \
-signal kills the jobs and exits at once (jobs claimed ahead are then recovered by a \
-dispatcher, status REC, like the killed ones). The directory of backoff files \
-(redbike-work-* under $TMPDIR) is removed at an orderly stop.
+on timeout (status INT instead of TMO; a one-off job so cut short is queued again), \
+record every outcome and exit 0. A second signal kills the jobs and exits at once \
+(jobs claimed ahead are then recovered by a dispatcher, status REC, like the killed \
+ones). The directory of backoff files (redbike-work-* under $TMPDIR) is removed at an \
+orderly stop.
 
 A worker whose claims fail backs off (at most every 5 s) and logs one line when the \
 failure begins, changes or ends, and a reminder every minute. An error that retrying \
 cannot fix (wrong password, missing ACL permission, a wrong-typed queue key) exits \
 with status 78 when it comes before the first claim worked; later it is retried, so \
-that a running worker carries on by itself once the cause is fixed.";
+that a running worker carries on by itself once the cause is fixed.
+
+One-off jobs (NOW, AT) run at least once: one whose run may not have completed \
+(its worker died, was stopped by a second signal, or cut it short while stopping) is \
+queued again, unless set to STOP meanwhile. One that ran out of its own timeout is \
+done (status TMO), as one that failed (DIE).";
+
+/// What `schedules` prints, for backups.
+pub const BACKUP: &str = "\
+Each row is what load needs to resume the job, so `redbike schedules > backup.csv` \
+then `redbike load backup.csv` restores a prefix (after a FLUSHALL, say). The \
+schedules hash itself stays as Python redbike 0.13.1 stores it: a one-off job (NOW, \
+AT) is stored as STOP, so its row is rendered from where it stands: AT:TS while it waits \
+on the timeline, NOW while it is queued or claimed (status WRK: running, or its worker \
+died with it; restored, it runs again, at least once), STOP once it ran or was \
+stopped. Other schedules are printed as stored.
+
+A restore does not keep: statuses (save them with redbike statuses); the backoff of a \
+CONTINUE job waiting on the timeline (it runs at once); a failed job held out of \
+circulation (status DIE under on-failure hold: it is live again); the next run of a \
+rule, computed again from load's reference instant (the same for rules with whole \
+fields or a DTSTART).";
 
 /// What `holds-lease` checks, for jobs that write elsewhere.
 pub const HOLDS_LEASE: &str = "\
@@ -206,8 +228,10 @@ the first pass worked ends the dispatcher with status 78; later it is retried.";
 
 /// What `check` reports and how `--repair` fixes it.
 pub const CHECK: &str = "\
-Kinds: out-of-circulation (a live schedule, but no timeline entry, queue entry or lease; \
-repair puts it back per its schedule with status REC), queued-and-timeline (repair \
+Kinds: out-of-circulation (a live schedule, but no timeline entry, queue entry or lease, \
+or a STOP schedule with status WRK and none of them: a one-off run claimed and never \
+recorded as done; repair puts it back per its schedule, a one-off into its queue, with \
+status REC), queued-and-timeline (repair \
 keeps the queue entry), queued-while-running (repair drops the queue entry), \
 entry-without-member and member-without-entry (the queue list and its members set \
 disagree), duplicate-entry, wrong-queue (a job in a queue that is not its own), \

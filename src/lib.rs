@@ -5,6 +5,7 @@
 //! can serve one prefix at the same time.
 #![deny(missing_docs)]
 
+pub mod backup;
 pub mod check;
 pub mod cli;
 pub mod config;

@@ -20,7 +20,6 @@ use redis::RedisResult;
 
 use crate::{
     keys::queue_of,
-    schedule::Placement,
     scripts,
     store::Store,
     worker::{decide_recovery, Settings},
@@ -192,12 +191,8 @@ pub fn recover_job(
         .query(store.con)?;
     // The schedule may change under us (set/unset); decide again then, a few times.
     for _ in 0..3 {
-        let (action, due, stored) = match decide_recovery(schedule.as_deref(), now, settings) {
-            None => ("bad", 0, None),
-            Some((Placement::Enqueue, stored)) => ("enqueue", 0, stored),
-            Some((Placement::Timeline(ts), stored)) => ("timeline", ts, stored),
-            Some((Placement::Stop, stored)) => ("stop", 0, stored),
-        };
+        let (action, due, stored) =
+            decide_recovery(schedule.as_deref(), now, settings).unwrap_or(("bad", 0, None));
         let mut inv = scripts::RECOVER.prepare_invoke();
         for key in store.keys.job_keys(id) {
             inv.key(key);

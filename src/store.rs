@@ -21,6 +21,19 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many jobs [`Store::place_many`] sends in one pipeline.
 pub const PLACE_BATCH: usize = 1000;
 
+/// Where a job is (see [`Store::places`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// Its timeline entry's due time, if it has one.
+    pub due: Option<i64>,
+    /// Whether it is in its queue.
+    pub queued: bool,
+    /// Whether its lease exists (it is claimed or running).
+    pub leased: bool,
+    /// Its status, `EVENT:TS`.
+    pub status: Option<String>,
+}
+
 /// What placing a job did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placed {
@@ -381,6 +394,34 @@ impl Store<'_> {
             t.len() == 30 && t.get(14..).and_then(|d| d.parse::<u64>().ok()) == Some(token)
         });
         Ok(ours && recover_at.is_some_and(|at| at > secs + micros / 1e6))
+    }
+
+    /// Where each of `ids` is, read atomically (places.lua).
+    pub fn places<T: redis::ToRedisArgs>(&mut self, ids: &[T]) -> redis::RedisResult<Vec<Place>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = scripts::PLACES.prepare_invoke();
+        inv.key(&self.keys.timeline)
+            .key(&self.keys.statuses)
+            .arg(&self.keys.prefix);
+        for id in ids {
+            inv.arg(id);
+        }
+        type Reply = (bool, bool, bool, Option<String>, Option<f64>);
+        let flat: Vec<redis::Value> = inv.invoke(self.con)?;
+        flat.chunks_exact(5)
+            .map(|c| {
+                let (_, queued, leased, status, score): Reply =
+                    redis::from_redis_value(redis::Value::Array(c.to_vec()))?;
+                Ok(Place {
+                    due: score.map(|s| s as i64),
+                    queued,
+                    leased,
+                    status,
+                })
+            })
+            .collect()
     }
 
     /// Everything known about one job, read in one round trip.

@@ -256,6 +256,21 @@ struct Decision {
     store: Option<&'static str>,
     /// A failure event to record (`DIE`, `TMO`).
     failure: Option<&'static str>,
+    /// A STOP schedule under a run that did not end by itself: the script queues the
+    /// job again if that was a one-off run, else stops it (oneoff_action, common.lua).
+    oneoff: bool,
+}
+
+impl Decision {
+    /// The action and due time finish.lua and recover.lua take.
+    fn action(&self) -> (&'static str, i64) {
+        match self.placement {
+            Placement::Enqueue => ("enqueue", 0),
+            Placement::Timeline(ts) => ("timeline", ts),
+            Placement::Stop if self.oneoff => ("oneoff", 0),
+            Placement::Stop => ("stop", 0),
+        }
+    }
 }
 
 /// Decides what becomes of a job after a run, from its current schedule.
@@ -273,6 +288,7 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
         placement,
         store,
         failure,
+        oneoff: false,
     };
     let Some(text) = schedule.filter(|_| *end != End::Outcome(Outcome::Unset)) else {
         // Asked to unset, or unset while it ran: the job goes.
@@ -288,7 +304,10 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
         Err(_) => d("bad", Placement::Stop, None),
         Ok(Schedule::Now) => d("place", Placement::Enqueue, Some("STOP")),
         Ok(Schedule::At(ts)) => d("place", Placement::Timeline(ts), Some("STOP")),
-        Ok(Schedule::Stop) => d("place", Placement::Stop, None),
+        Ok(Schedule::Stop) => Decision {
+            oneoff: matches!(end, End::Recovered | End::Interrupted),
+            ..d("place", Placement::Stop, None)
+        },
         Ok(Schedule::Continue) => {
             let delay = match end {
                 _ if failure.is_some() => s.failure_delay,
@@ -311,15 +330,17 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
     }
 }
 
-/// Where a job whose worker vanished goes, and the schedule to store first; `None` when
-/// its schedule cannot be parsed. Like a timeout, recovery ignores `on-failure`.
+/// What recover.lua does with a job whose worker vanished: its action and due time, and
+/// the schedule to store first; `None` when its schedule cannot be parsed. Like a
+/// timeout, recovery ignores `on-failure`.
 pub fn decide_recovery(
     schedule: Option<&str>,
     now: i64,
     s: &Settings,
-) -> Option<(Placement, Option<&'static str>)> {
+) -> Option<(&'static str, i64, Option<&'static str>)> {
     let d = decide(schedule, &End::Recovered, now, s);
-    (d.mode != "bad").then_some((d.placement, d.store))
+    let (action, due) = d.action();
+    (d.mode != "bad").then_some((action, due, d.store))
 }
 
 /// What reaches the loop thread.
@@ -1280,11 +1301,7 @@ impl Loop {
             .key(&self.keys.leases);
         for f in &self.pending {
             let d = decide(f.job.schedule.as_deref(), &f.end, now, &self.settings);
-            let (action, due) = match d.placement {
-                Placement::Enqueue => ("enqueue", 0),
-                Placement::Timeline(ts) => ("timeline", ts),
-                Placement::Stop => ("stop", 0),
-            };
+            let (action, due) = d.action();
             let q = queue_of(&f.job.id);
             inv.key(self.keys.queue(q))
                 .key(self.keys.members(q))
@@ -1602,6 +1619,28 @@ mod tests {
             (Placement::Enqueue, Some("STOP"))
         );
         assert_eq!(decide(Some("FREQ=NOPE"), &ok(None), 100, &s).mode, "bad");
+        // A STOP schedule under a run that did not end by itself: the script decides
+        // from the status whether it was a one-off run (queued again) or a stop.
+        assert_eq!(
+            decide(Some("STOP"), &End::Interrupted, 100, &s).action(),
+            ("oneoff", 0)
+        );
+        assert_eq!(
+            decide_recovery(Some("STOP"), 100, &s),
+            Some(("oneoff", 0, None))
+        );
+        assert_eq!(
+            decide(Some("STOP"), &End::TimedOut, 100, &s).action(),
+            ("stop", 0)
+        );
+        assert_eq!(
+            decide(Some("STOP"), &ok(None), 100, &s).action(),
+            ("stop", 0)
+        );
+        assert_eq!(
+            decide(Some("NOW"), &End::Interrupted, 100, &s).action(),
+            ("enqueue", 0)
+        );
         let hold = Settings {
             on_failure: OnFailure::Hold,
             ..settings()

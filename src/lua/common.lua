@@ -134,6 +134,20 @@ local function place(k, jobid, action, due, now, queue_wake, timeline_wake)
   return redis.error_reply("unknown placement " .. tostring(action))
 end
 
+-- What becomes of a job with a STOP schedule whose run did not end by itself (its
+-- worker died, or stopped it while stopping): STOP is both what NOW and AT leave
+-- behind for a one-off run and what an operator's `set JOB STOP` stores. The claim
+-- writes status WRK (as the original's does too) and a set writes its own status
+-- (STP, TML, ENQ), so a WRK status means the run in hand was a one-off run, never
+-- recorded as done and never stopped since: it is queued again ("enqueue", at least
+-- once). Anything else: "stop".
+local function oneoff_action(statuses, jobid)
+  if string.sub(redis.call("HGET", statuses, jobid) or "", 1, 4) == "WRK:" then
+    return "enqueue"
+  end
+  return "stop"
+end
+
 -- The standard KEYS of a single-job script.
 local function job_keys()
   return {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],

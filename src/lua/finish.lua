@@ -11,8 +11,10 @@
 -- KEYS: schedules, statuses, timeline, failures, leases, then per job: queue,
 --       members, lease
 -- ARGV per job (11 each): jobid, tag, expected schedule ("\0" = none), mode
---       (place|unset|hold|bad), action, due, now, schedule to store ("" = keep),
---       failure event ("" = none), queue wake channel, timeline wake channel
+--       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
+--       schedule whose run did not end by itself, see oneoff_action), due, now,
+--       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
+--       timeline wake channel
 -- Returns one reply per job: {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), {"stale"} when
 -- another worker holds the job, else {result}.
@@ -50,6 +52,9 @@ local function finish(k, lease, current, jobid, tag, expected, mode, action, due
   end
   if mode ~= "unset" and (current or "\0") ~= expected then
     return {"changed", current}
+  end
+  if action == "oneoff" then
+    action = oneoff_action(k.statuses, jobid)
   end
   -- From here on the job has no lease (in a batch, ours goes in the DEL at the end).
   if lease == tag then

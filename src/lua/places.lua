@@ -2,17 +2,20 @@
 -- moving between two reads would look lost).
 -- KEYS: timeline, statuses
 -- ARGV: prefix, jobid1, jobid2, ...
--- Returns per job: {on timeline 0/1, queued 0/1, leased 0/1, status or false}
+-- Returns per job: {on timeline 0/1, queued 0/1, leased 0/1, status or false,
+--                   timeline score or false}
 local out = {}
 for i = 2, #ARGV do
   local jobid = ARGV[i]
   local queue = ARGV[1] .. "-work-" .. string.match(jobid, "([^:]*)$")
-  out[#out + 1] = redis.call("ZSCORE", KEYS[1], jobid) and 1 or 0
+  local score = redis.call("ZSCORE", KEYS[1], jobid)
+  out[#out + 1] = score and 1 or 0
   -- A members key of another type (a colliding queue name) reads as "not queued";
   -- `check` reports the key itself.
   local member = redis.pcall("SISMEMBER", queue .. "-members", jobid)
   out[#out + 1] = member == 1 and 1 or 0
   out[#out + 1] = redis.call("EXISTS", queue .. "-" .. jobid)
   out[#out + 1] = redis.call("HGET", KEYS[2], jobid)
+  out[#out + 1] = score
 end
 return out

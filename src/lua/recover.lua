@@ -5,7 +5,8 @@
 -- is never put back twice and never while its worker is known to be alive.
 -- The index entry is compared with Redis's clock (TIME), the clock it was written by.
 -- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases
--- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad),
+-- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad,
+--       or oneoff: a STOP schedule, see oneoff_action),
 --       due, now, schedule to store ("" = keep), queue wake channel, timeline wake channel
 -- Returns {"changed", current schedule or false} when the caller must decide again,
 -- {"alive"} or {"fine"} when there is nothing to do, else {result}.
@@ -36,6 +37,9 @@ end
 local current = redis.call("HGET", k.schedules, jobid)
 if (current or "\0") ~= expected then
   return {"changed", current}
+end
+if action == "oneoff" then
+  action = oneoff_action(k.statuses, jobid)
 end
 redis.call("DEL", k.lease)
 redis.call("ZREM", k.leases, jobid)

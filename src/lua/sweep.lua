@@ -1,7 +1,9 @@
 -- sweep: one step of the slow walk over all schedules that finds jobs out of
 -- circulation: a live schedule (not STOP) but no lease, no queue entry and no timeline
 -- entry. Jobs held on purpose (status DIE: the original's and `hold`'s failed jobs) and
--- unparsable ones (BAD) are left alone.
+-- unparsable ones (BAD) are left alone. A STOP schedule with status WRK is out too: a
+-- one-off run was claimed and never recorded as done (a Python worker died with it;
+-- see oneoff_action).
 -- KEYS: schedules, timeline, statuses
 -- ARGV: prefix, cursor, count
 -- Returns {next cursor, jobid1, schedule1, jobid2, ...}
@@ -10,7 +12,7 @@ local out = {scan[1]}
 local page = scan[2]
 for i = 1, #page, 2 do
   local jobid, schedule = page[i], page[i + 1]
-  if schedule ~= "STOP" and not redis.call("ZSCORE", KEYS[2], jobid) then
+  if not redis.call("ZSCORE", KEYS[2], jobid) then
     local queue = ARGV[1] .. "-work-" .. string.match(jobid, "([^:]*)$")
     -- pcall: a members key of another type (see `redbike check`) leaves the job out,
     -- as nothing could put it back into that queue.
@@ -18,7 +20,13 @@ for i = 1, #page, 2 do
         and redis.call("EXISTS", queue .. "-" .. jobid) == 0 then
       local status = redis.call("HGET", KEYS[3], jobid) or ""
       local event = string.sub(status, 1, 3)
-      if event ~= "DIE" and event ~= "BAD" then
+      local lost
+      if schedule == "STOP" then
+        lost = event == "WRK"
+      else
+        lost = event ~= "DIE" and event ~= "BAD"
+      end
+      if lost then
         out[#out + 1] = jobid
         out[#out + 1] = schedule
       end

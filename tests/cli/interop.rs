@@ -78,10 +78,13 @@ fn python_writes_rust_reads_and_runs() {
     let schedules = bike(&s, d.path()).args(["schedules"]).ok();
     assert_eq!(
         schedules,
-        "daily:B,FREQ=DAILY;BYHOUR=9\r\nloop:A,CONTINUE\r\nonce:A,STOP\r\npast:A,STOP\r\n"
+        "daily:B,FREQ=DAILY;BYHOUR=9\r\nloop:A,CONTINUE\r\nonce:A,NOW\r\npast:A,AT:100\r\n"
     );
     let statuses = bike(&s, d.path()).args(["statuses"]).ok();
     assert_eq!(statuses.lines().count(), 4, "{statuses}");
+    // The hash is as Python wrote it: `schedules` renders the one-offs for a backup.
+    let stored: String = s.con().hget("t-schedules", "past:A").unwrap();
+    assert_eq!(stored, "STOP");
     // Our dispatcher moves Python's timeline entry; our worker runs Python's queue.
     std::fs::write(path(&d, "job.sh"), "#!/bin/sh\necho \"$1\" >> runs.log\n").unwrap();
     let _ = Command::new("chmod")
@@ -198,4 +201,45 @@ fn rust_dispatcher_waits_for_a_python_lease() {
     assert_eq!(finish(disp, 5.0).0, Some(0));
     let worked = py(&p, &s, &d, &["work", "A", "1"]);
     assert_eq!(worked.trim(), "slow:A");
+}
+
+#[test]
+fn a_one_off_whose_python_worker_died_runs_again() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    bike(&s, d.path()).args(["set", "hang:A", "NOW"]).ok();
+    // A Python worker (2 s leases) dies mid-run with it.
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/py_side.py");
+    let mut py_worker = Bg(Some(
+        Command::new(&p)
+            .arg(script)
+            .arg(s.port.to_string())
+            .arg("t")
+            .arg(path(&d, "py.timefile"))
+            .args(["work", "A", "1"])
+            .env("PY_TIMEOUT", "2")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run python"),
+    ));
+    assert!(wait_until(10.0, || status(&s, "hang:A").starts_with("WRK:")));
+    let _ = py_worker.0.as_mut().unwrap().kill();
+    let _ = py_worker.0.as_mut().unwrap().wait();
+    // Left: schedule STOP, status WRK, no lease once it expires, nowhere. `check` sees
+    // it, and our dispatcher's sweep puts it back.
+    assert!(wait_until(5.0, || {
+        let out = bike(&s, d.path()).args(["check"]).run();
+        out.code == 1 && out.stdout.contains("out-of-circulation,hang:A")
+    }));
+    let disp = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
+    assert!(
+        wait_until(30.0, || status(&s, "hang:A").starts_with("REC:")),
+        "not recovered: {}",
+        status(&s, "hang:A")
+    );
+    let queued: Vec<String> = s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert!(queued.contains(&"hang:A".to_string()), "{queued:?}");
+    signal(disp.child(), libc::SIGTERM);
+    assert_eq!(disp.finish(5.0).0, Some(0));
 }

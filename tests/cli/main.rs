@@ -11,6 +11,7 @@ mod fencing;
 mod harness;
 mod hazards;
 mod interop;
+mod oneoff;
 mod operator;
 mod ops;
 mod output;

@@ -5,11 +5,14 @@ usage: python py_side.py PORT PREFIX TIMEFILE COMMAND [ARGS...]
   unset JOBID          Redbike.unset
   dispatch_once        one dispatcher pass at now
   work QUEUES N        work until N jobs ran; by id: stop* raises StopWork, unset* UnsetJob,
-                       back* returns a 30 s backoff, fail* raises; prints each job id
+                       back* returns a 30 s backoff, fail* raises, hang* sleeps 60 s;
+                       prints each job id
+environment: PY_TIMEOUT, the default timeout (lease seconds), 10 unless given
   tell JOBID           the JSON of Redbike.tell
   statuses             JOBID,EVENT,TIMESTAMP rows of Redbike.get_statuses
 """
 import json
+import os
 import sys
 import time
 
@@ -36,11 +39,14 @@ class Worker(RoundRobin):
             raise RuntimeError("failing on purpose")
         if jobid.startswith("back"):
             return 30
+        if jobid.startswith("hang"):
+            time.sleep(60)
         return None
 
 
 queues = args[0] if command == "work" else "A"
-bike = Redbike(Worker(queues), prefix=prefix, redis_config={"port": port}, timefile=timefile)
+bike = Redbike(Worker(queues), prefix=prefix, redis_config={"port": port}, timefile=timefile,
+               default_timeout=int(os.environ.get("PY_TIMEOUT", "10")))
 Worker.bike = bike
 
 if command == "set":
