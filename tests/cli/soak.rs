@@ -5,13 +5,15 @@
 //! ```
 //!
 //! A few hundred jobs on `FREQ=SECONDLY` and CONTINUE schedules (a few of them running
-//! 3 s), two dispatchers, three workers with `-j 4` (the first reaching Redis through a
-//! proxy), random SIGKILLs and restarts of dispatchers and workers, random SIGSTOP /
-//! SIGCONT pauses of workers and partitions of the proxy (1 to 15 s: often longer than
-//! the recovery delay, so the paused or cut-off worker must fence its jobs), and one
-//! Redis restart (appendonly on). Each job logs its start and end (a SIGTERM ends it
-//! at once, logged). At the end it prints and checks: concurrent runs of one job (0),
-//! jobs out of circulation (0), and that `redbike check` reports clean.
+//! 3 s), and one-off jobs of a second each (NOW, past AT, AT spread over the chaos, and
+//! NOW set during it), two dispatchers, three workers with `-j 4` (the first reaching
+//! Redis through a proxy), random SIGKILLs and restarts of dispatchers and workers,
+//! random SIGSTOP / SIGCONT pauses of workers and partitions of the proxy (1 to 15 s:
+//! often longer than the recovery delay, so the paused or cut-off worker must fence its
+//! jobs), and one Redis restart (appendonly on). Each job logs its start and end (a
+//! SIGTERM ends it at once, logged as such). At the end it prints and checks:
+//! concurrent runs of one job (0), jobs out of circulation (0), one-offs that never
+//! completed a run (0), and that `redbike check` reports clean.
 
 use std::{
     collections::HashMap,
@@ -21,12 +23,15 @@ use std::{
 
 use crate::{dispatch::finish, harness::*, work::Setup};
 
-/// The soak's job: quick (`long*`: 3 s), logs start and end with its own pid.
+/// The soak's job: quick (`long*`: 3 s; one-offs: 1 s, so that the kills, pauses and
+/// partitions find some of them running or claimed), logs start and end with its own
+/// pid; an end by SIGTERM is marked `term`.
 const SOAK_JOB: &str = r#"#!/bin/sh
 echo "start $1 $(date +%s.%N) $$" >> "$TEST_LOG"
-trap 'echo "end $1 $(date +%s.%N) $$" >> "$TEST_LOG"; exit 143' TERM
+trap 'echo "end $1 $(date +%s.%N) $$ term" >> "$TEST_LOG"; exit 143' TERM
 case "$1" in
   long*) sleep 3 & wait;;
+  now*|past*|soon*|late*) sleep 1 & wait;;
   *) i=0; while [ $i -lt 200 ]; do i=$((i+1)); done;;
 esac
 echo "end $1 $(date +%s.%N) $$" >> "$TEST_LOG"
@@ -202,6 +207,21 @@ fn chaos_soak() {
     for i in 0..8 {
         rows.push_str(&format!("long{i}:{},CONTINUE\n", ["A", "B"][i % 2]));
     }
+    // One-offs: queued at once, due already, and due during the chaos.
+    let mut one_offs: Vec<String> = Vec::new();
+    let t0 = now();
+    for i in 0..60u64 {
+        let q = ["A", "B"][i as usize % 2];
+        let soon = t0 + 1 + (i * seconds / 60) as i64;
+        for (id, schedule) in [
+            (format!("now{i}:{q}"), "NOW".to_string()),
+            (format!("past{i}:{q}"), format!("AT:{}", t0 - 100)),
+            (format!("soon{i}:{q}"), format!("AT:{soon}")),
+        ] {
+            rows.push_str(&format!("{id},{schedule}\n"));
+            one_offs.push(id);
+        }
+    }
     std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
     bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
     let mut fleet = Fleet {
@@ -232,6 +252,11 @@ fn chaos_soak() {
             fleet.freeze(&mut rng);
         } else {
             fleet.strike(&mut rng);
+            // A one-off set amid the chaos (Redis may be restarting: then none).
+            let id = format!("late{}:{}", fleet.kills, ["A", "B"][fleet.kills % 2]);
+            if bike(&t.s, t.d.path()).args(["set", &id, "NOW"]).run().code == 0 {
+                one_offs.push(id);
+            }
         }
     }
     fleet.thaw(true);
@@ -253,8 +278,19 @@ fn chaos_soak() {
     let calm_runs = overlaps(&log[log_at_calm.len().min(log.len())..]).2;
     let stalled: Vec<String> = per_job
         .keys()
+        .filter(|id| ["sec", "con", "long"].iter().any(|p| id.starts_with(p)))
         .filter(|id| !calm_runs.contains_key(*id))
         .cloned()
+        .collect();
+    // A run cut short by SIGTERM (fenced, interrupted) does not count.
+    let done: std::collections::HashSet<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("end ") && !l.ends_with(" term"))
+        .filter_map(|l| l.split(' ').nth(1))
+        .collect();
+    let never_ran: Vec<&String> = one_offs
+        .iter()
+        .filter(|id| !done.contains(id.as_str()))
         .collect();
     let check = bike(&t.s, t.d.path()).args(["check"]).run();
     println!(
@@ -271,12 +307,26 @@ fn chaos_soak() {
         "soak: jobs that did not run during the calm (out of circulation): {}",
         stalled.len()
     );
+    let failures: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg("t-failures")
+        .query(&mut t.s.con())
+        .unwrap();
+    let recovered = one_offs
+        .iter()
+        .filter(|id| failures.get(*id).is_some_and(|f| f.starts_with("REC:")))
+        .count();
+    println!(
+        "soak: one-offs that never completed a run: {} of {} ({recovered} put back after a kill)",
+        never_ran.len(),
+        one_offs.len()
+    );
     println!(
         "soak: redbike check: exit {} — {}",
         check.code,
         check.stderr.trim()
     );
-    assert_eq!(per_job.len(), 308, "every job ran");
+    assert!(never_ran.is_empty(), "one-offs never ran: {never_ran:?}");
+    assert_eq!(per_job.len(), 308 + one_offs.len(), "every job ran");
     assert_eq!(concurrent, 0);
     assert!(stalled.is_empty(), "{stalled:?}");
     assert_eq!(check.code, 0, "{}", check.stdout);
