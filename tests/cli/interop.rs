@@ -23,17 +23,33 @@ fn python() -> Option<PathBuf> {
     }
 }
 
-/// Runs `py_side.py COMMAND ARGS` (at most 30 s) and returns its stdout.
-fn py(python: &PathBuf, s: &RedisServer, d: &tempfile::TempDir, args: &[&str]) -> String {
+/// `py_side.py COMMAND ARGS` for this test's Redis; with `limit`, under `timeout 30`.
+fn py_command(
+    python: &PathBuf,
+    s: &RedisServer,
+    d: &tempfile::TempDir,
+    args: &[&str],
+    limit: bool,
+) -> Command {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/py_side.py");
-    let out = Command::new("timeout")
-        .arg("30")
-        .arg(python)
-        .arg(script)
+    let mut cmd = if limit {
+        let mut c = Command::new("timeout");
+        c.arg("30").arg(python);
+        c
+    } else {
+        Command::new(python)
+    };
+    cmd.arg(script)
         .arg(s.port.to_string())
         .arg("t")
         .arg(path(d, "py.timefile"))
-        .args(args)
+        .args(args);
+    cmd
+}
+
+/// Runs `py_side.py COMMAND ARGS` (at most 30 s) and returns its stdout.
+fn py(python: &PathBuf, s: &RedisServer, d: &tempfile::TempDir, args: &[&str]) -> String {
+    let out = py_command(python, s, d, args, true)
         .output()
         .expect("run python");
     assert!(
@@ -210,14 +226,9 @@ fn a_one_off_whose_python_worker_died_runs_again() {
     let d = workdir();
     bike(&s, d.path()).args(["set", "hang:A", "NOW"]).ok();
     // A Python worker (2 s leases) dies mid-run with it.
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/py_side.py");
+    // Run directly (no `timeout` in between), so that the kill below reaches it.
     let mut py_worker = Bg(Some(
-        Command::new(&p)
-            .arg(script)
-            .arg(s.port.to_string())
-            .arg("t")
-            .arg(path(&d, "py.timefile"))
-            .args(["work", "A", "1"])
+        py_command(&p, &s, &d, &["work", "A", "1"], false)
             .env("PY_TIMEOUT", "2")
             .stdout(std::process::Stdio::null())
             .spawn()

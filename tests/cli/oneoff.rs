@@ -83,89 +83,79 @@ fn one_offs_claimed_ahead_by_a_killed_worker_still_run() {
     drop(disp);
 }
 
+/// Two long one-offs, hang1:A and hang2:A, running on a worker started with `args`;
+/// then an operator stops hang2 while it runs (that must still stop it).
+fn two_running_one_of_them_stopped(t: &Setup, args: &[&str]) -> Bg {
+    t.set("hang1:A", "NOW");
+    t.set("hang2:A", "NOW");
+    let w = worker(t, args);
+    assert!(wait_until(10.0, || starts(t, "hang1:A") == 1
+        && starts(t, "hang2:A") == 1));
+    t.set("hang2:A", "STOP");
+    w
+}
+
+/// A dispatcher recovers both from the running index (within 25 s).
+fn both_recovered(t: &Setup) {
+    assert!(
+        wait_until(25.0, || ["hang1:A", "hang2:A"]
+            .iter()
+            .all(|id| failure(t, id).starts_with("REC:"))),
+        "not recovered"
+    );
+}
+
+/// hang1:A is queued again and runs a second time; the stopped hang2:A is not.
+fn only_the_one_off_runs_again(t: &Setup) {
+    assert!(queued(t, "hang1:A"), "the one-off was not queued again");
+    let schedule: String = t.s.con().hget("t-schedules", "hang1:A").unwrap();
+    assert_eq!(schedule, "STOP");
+    assert!(!queued(t, "hang2:A"), "the stopped job was queued again");
+    let again = worker(t, &["A", "--grace", "1"]);
+    assert!(
+        wait_until(10.0, || starts(t, "hang1:A") == 2),
+        "no second run"
+    );
+    halt(t, again);
+    assert_eq!(starts(t, "hang2:A"), 1);
+}
+
 #[test]
 fn a_long_one_off_whose_worker_was_killed_runs_again_unless_stopped() {
     let t = Setup::new();
-    t.set("hang1:A", "NOW");
-    t.set("hang2:A", "NOW");
     let disp = dispatcher(&t);
-    let mut w = worker(&t, &["A", "-j", "2", "--grace", "1"]);
-    assert!(wait_until(10.0, || starts(&t, "hang1:A") == 1
-        && starts(&t, "hang2:A") == 1));
-    // An operator stops hang2 while it runs: that must still stop it.
-    t.set("hang2:A", "STOP");
+    let mut w = two_running_one_of_them_stopped(&t, &["A", "-j", "2", "--grace", "1"]);
     let _ = w.0.as_mut().unwrap().kill();
     let _ = w.0.as_mut().unwrap().wait();
-    assert!(
-        wait_until(25.0, || failure(&t, "hang1:A").starts_with("REC:")
-            && failure(&t, "hang2:A").starts_with("REC:")),
-        "not recovered"
-    );
-    assert!(queued(&t, "hang1:A"), "the one-off was not queued again");
-    assert!(!queued(&t, "hang2:A"), "the stopped job was queued again");
-    let again = worker(&t, &["A", "--grace", "1"]);
-    assert!(
-        wait_until(10.0, || starts(&t, "hang1:A") == 2),
-        "no second run"
-    );
-    halt(&t, again);
-    assert_eq!(starts(&t, "hang2:A"), 1);
+    both_recovered(&t);
+    only_the_one_off_runs_again(&t);
     drop(disp);
 }
 
 #[test]
 fn a_worker_stopped_by_a_second_signal_loses_no_one_off() {
     let t = Setup::new();
-    t.set("hang1:A", "NOW");
-    t.set("hang2:A", "NOW");
     let disp = dispatcher(&t);
-    let w = worker(&t, &["A", "-j", "2"]);
-    assert!(wait_until(10.0, || starts(&t, "hang1:A") == 1
-        && starts(&t, "hang2:A") == 1));
-    t.set("hang2:A", "STOP");
+    let w = two_running_one_of_them_stopped(&t, &["A", "-j", "2"]);
     signal(w.child(), libc::SIGTERM);
     assert!(wait_stderr(w.child(), "worker stopping", 5.0));
     signal(w.child(), libc::SIGTERM);
     let (code, err) = w.finish(10.0);
     assert!(code.is_some(), "{err}");
-    assert!(
-        wait_until(25.0, || failure(&t, "hang1:A").starts_with("REC:")),
-        "not recovered"
-    );
-    assert!(queued(&t, "hang1:A"), "the one-off was not queued again");
-    assert!(!queued(&t, "hang2:A"), "the stopped job was queued again");
-    let again = worker(&t, &["A", "--grace", "1"]);
-    assert!(
-        wait_until(10.0, || starts(&t, "hang1:A") == 2),
-        "no second run"
-    );
-    halt(&t, again);
+    both_recovered(&t);
+    only_the_one_off_runs_again(&t);
     drop(disp);
 }
 
 #[test]
 fn a_one_off_cut_short_by_its_worker_stopping_is_queued_again() {
     let t = Setup::new();
-    t.set("hang1:A", "NOW");
-    t.set("hang2:A", "NOW");
-    let w = worker(&t, &["A", "-j", "2", "--grace", "1"]);
-    assert!(wait_until(10.0, || starts(&t, "hang1:A") == 1
-        && starts(&t, "hang2:A") == 1));
-    t.set("hang2:A", "STOP");
+    let w = two_running_one_of_them_stopped(&t, &["A", "-j", "2", "--grace", "1"]);
     signal(w.child(), libc::SIGTERM);
     let (code, err) = w.finish(15.0);
     assert_eq!(code, Some(0), "{err}");
-    // No dispatcher needed: the worker itself queued it again, schedule still STOP.
-    assert!(queued(&t, "hang1:A"), "the one-off was not queued again");
-    let schedule: String = t.s.con().hget("t-schedules", "hang1:A").unwrap();
-    assert_eq!(schedule, "STOP");
-    assert!(!queued(&t, "hang2:A"), "the stopped job was queued again");
-    let again = worker(&t, &["A", "--grace", "1"]);
-    assert!(
-        wait_until(10.0, || starts(&t, "hang1:A") == 2),
-        "no second run"
-    );
-    halt(&t, again);
+    // No dispatcher needed: the worker itself queued it again.
+    only_the_one_off_runs_again(&t);
 }
 
 #[test]
