@@ -308,7 +308,7 @@ fn read_only_scripts_take_odd_members_keys_in_their_stride() {
         .arg("j:A")
         .invoke(&mut s.con())
         .unwrap();
-    assert_eq!(places.len(), 4);
+    assert_eq!(places.len(), 5);
     assert_eq!(places[1], redis::Value::Int(0), "not queued: {places:?}");
     let page: Vec<redis::Value> = script(include_str!("../../src/lua/sweep.lua"))
         .key(SCHEDULES.0)
