@@ -182,8 +182,8 @@ with status 78 when it comes before the first claim worked; later it is retried,
 that a running worker carries on by itself once the cause is fixed.
 
 One-off jobs (NOW, AT) run at least once: one whose run may not have completed \
-(its worker died, was stopped by a second signal, or cut it short while stopping) is \
-queued again, unless set to STOP meanwhile. One that ran out of its own timeout is \
+(its worker died, was stopped by a second signal, cut it short while stopping, or \
+fenced it) is queued again, unless set to STOP meanwhile. One that ran out of its own timeout is \
 done (status TMO), as one that failed (DIE).";
 
 /// What `schedules` prints, for backups.

@@ -305,7 +305,7 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
         Ok(Schedule::Now) => d("place", Placement::Enqueue, Some("STOP")),
         Ok(Schedule::At(ts)) => d("place", Placement::Timeline(ts), Some("STOP")),
         Ok(Schedule::Stop) => Decision {
-            oneoff: matches!(end, End::Recovered | End::Interrupted),
+            oneoff: matches!(end, End::Recovered | End::Interrupted | End::Fenced),
             ..d("place", Placement::Stop, None)
         },
         Ok(Schedule::Continue) => {
@@ -1628,6 +1628,10 @@ mod tests {
         assert_eq!(
             decide_recovery(Some("STOP"), 100, &s),
             Some(("oneoff", 0, None))
+        );
+        assert_eq!(
+            decide(Some("STOP"), &End::Fenced, 100, &s).action(),
+            ("oneoff", 0)
         );
         assert_eq!(
             decide(Some("STOP"), &End::TimedOut, 100, &s).action(),

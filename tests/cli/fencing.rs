@@ -324,10 +324,12 @@ fn a_longer_fencing_interval_rides_out_a_partition_and_delays_recovery_as_much()
     t.stop(vec![w, disp]);
 }
 
-#[test]
-fn a_worker_back_before_recovery_reports_the_fencing() {
+/// A worker frozen long enough for its guard to fence `long:A` (schedule `schedule`),
+/// thawed before any dispatcher may recover the job: it records FNC and puts the job
+/// back itself, so it runs again, never two runs at once.
+fn back_before_recovery(schedule: &str) {
     let t = Fence::new();
-    t.set("long:A", "CONTINUE");
+    t.set("long:A", schedule);
     let disp = t.dispatcher();
     // Grace 3 s: fenced 3 s after the last confirmation, recoverable only after 8 s.
     let w = t.worker(&t.s.url(), &[], &["--grace", "3"]);
@@ -346,13 +348,24 @@ fn a_worker_back_before_recovery_reports_the_fencing() {
         "no FNC recorded: {}",
         t.failure("long:A")
     );
-    // Put back per its schedule (CONTINUE, failure-delay 1 s): it runs again.
-    assert!(wait_until(10.0, || t.runs().len() >= 2));
+    // Put back per its schedule (CONTINUE, failure-delay 1 s; a one-off cut short, into
+    // its queue): it runs again.
+    assert!(wait_until(10.0, || t.runs().len() >= 2), "not run again");
     assert_eq!(watch.most(), 1);
     one_at_a_time(&t.runs());
     let status: String = t.s.con().hget("t-statuses", "long:A").unwrap();
     assert!(!status.starts_with("REC"), "{status}");
     t.stop(vec![w, disp]);
+}
+
+#[test]
+fn a_worker_back_before_recovery_reports_the_fencing() {
+    back_before_recovery("CONTINUE");
+}
+
+#[test]
+fn a_one_off_fenced_by_a_worker_back_before_recovery_runs_again() {
+    back_before_recovery("NOW");
 }
 
 #[test]
