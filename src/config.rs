@@ -189,8 +189,31 @@ pub struct Config {
     pub redis: RedisSettings,
     /// Settings of `redbike work`.
     pub worker: WorkerSettings,
+    /// What the dispatcher does with late jobs of particular queues
+    /// (`[redbike.catch-up.Q]`); queues not named catch up once.
+    pub catch_up: BTreeMap<String, CatchUp>,
     /// The file the configuration came from, if any.
     pub source: Option<PathBuf>,
+}
+
+/// What the dispatcher does with a job found later than its queue's grace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CatchUpPolicy {
+    /// Run it once, however late (the original's behaviour).
+    #[default]
+    Once,
+    /// Skip the missed occurrence: the job goes to its next one (status SKP).
+    Skip,
+}
+
+/// The catch-up policy of one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Once or skip.
+    pub policy: CatchUpPolicy,
+    /// Seconds a run may be late and still run under `skip`.
+    pub grace: u64,
 }
 
 /// The file as written; every key optional, unknown keys refused.
@@ -223,6 +246,15 @@ struct RedbikeTable {
     output_log_bytes: Option<u64>,
     output_limits: Option<BTreeMap<String, QueueOutputTable>>,
     pass_redis_env: Option<bool>,
+    catch_up: Option<BTreeMap<String, QueueCatchUpTable>>,
+}
+
+/// `[redbike.catch-up.Q]`: the catch-up policy of queue Q.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct QueueCatchUpTable {
+    policy: Option<CatchUpPolicy>,
+    grace: Option<u64>,
 }
 
 /// `[redbike.output-limits.Q]`: the output limits of queue Q.
@@ -299,10 +331,22 @@ impl Config {
         for secs in timeouts.values() {
             in_range("redbike.timeouts", limits::TIMEOUT, *secs)?;
         }
+        let mut catch_up = BTreeMap::new();
+        for (queue, q) in t.catch_up.unwrap_or_default() {
+            let grace = limits::CATCH_UP_GRACE
+                .check(q.grace.unwrap_or(limits::CATCH_UP_GRACE_DEFAULT))
+                .map_err(|why| ConfigError::Value {
+                    key: "redbike.catch-up",
+                    message: format!("queue {queue}: grace {why}"),
+                })?;
+            let policy = q.policy.unwrap_or_default();
+            catch_up.insert(queue, CatchUp { policy, grace });
+        }
         let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
         for (key, name) in queue_names
             .map(|q| ("redbike.queues", q))
             .chain(timeouts.keys().map(|q| ("redbike.timeouts", q.as_str())))
+            .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
         {
             if let Some(why) = crate::keys::queue_collision(name) {
                 return Err(ConfigError::Value {
@@ -379,6 +423,7 @@ impl Config {
                 queue_output_limits,
                 pass_redis_env: t.pass_redis_env.unwrap_or(false),
             },
+            catch_up,
             source,
         })
     }
@@ -430,6 +475,7 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "grace-period" => limits::GRACE,
         "fence-after" => limits::FENCE_AFTER,
         "failure-delay" => limits::FAILURE_DELAY,
+        "grace" => limits::CATCH_UP_GRACE,
         "concurrency" => limits::CONCURRENCY,
         "wait-replicas" => limits::WAIT_REPLICAS,
         "wait-timeout-ms" => limits::WAIT_TIMEOUT_MS,
@@ -909,6 +955,23 @@ mod tests {
         };
         assert_eq!(w.queue_output_limits.get("B"), Some(&b));
         assert_eq!(w.queue_output_limits.len(), 1);
+    }
+
+    #[test]
+    fn catch_up_tables_default_to_once_and_a_minute() {
+        let text = "[redbike.catch-up.R]\npolicy = \"skip\"\n[redbike.catch-up.S]\ngrace = 0\n";
+        let config = Config::from_file(toml::from_str(text).unwrap(), None).unwrap();
+        let skip = CatchUp {
+            policy: CatchUpPolicy::Skip,
+            grace: 60,
+        };
+        let once = CatchUp {
+            policy: CatchUpPolicy::Once,
+            grace: 0,
+        };
+        assert_eq!(config.catch_up.get("R"), Some(&skip));
+        assert_eq!(config.catch_up.get("S"), Some(&once));
+        assert_eq!(config.catch_up.len(), 2);
     }
 
     #[test]

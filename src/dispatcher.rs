@@ -12,6 +12,7 @@ use std::{
 };
 
 use crate::{
+    catchup,
     config::Config,
     error::{Error, Result},
     hazards::{Probe, Watch},
@@ -139,15 +140,28 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             true => watch.check(store.con),
             false => Ok(()),
         };
-        let result = looked.and_then(|()| pass(&mut store, point)).and_then(|p| {
-            recovery.tick(
-                &mut store,
-                p.earliest_recovery,
-                p.redis_now,
-                timestamp::now(),
-            )?;
-            Ok(p)
-        });
+        // Late jobs of `skip` queues go to their next occurrence before the pass could
+        // queue them; lateness is measured from the clock, not from the pass's point
+        // (after an outage that is the timefile's instant).
+        let result = looked
+            .and_then(|()| {
+                catchup::skip_late(
+                    &mut store,
+                    &config.catch_up,
+                    config.timezone,
+                    timestamp::now(),
+                )
+            })
+            .and_then(|_| pass(&mut store, point))
+            .and_then(|p| {
+                recovery.tick(
+                    &mut store,
+                    p.earliest_recovery,
+                    p.redis_now,
+                    timestamp::now(),
+                )?;
+                Ok(p)
+            });
         match result {
             Ok(p) => {
                 link.ok();

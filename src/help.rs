@@ -11,8 +11,8 @@ PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-cont
 PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens). Status \
 events: TML timeline, ENQ queued, WRK running, STP stopped, DIE failed, TMO timed out, \
 INT stopped because its worker stopped, FNC stopped because its worker could not \
-confirm it to Redis (fencing), REC recovered after its worker vanished, BAD unparsable \
-schedule.";
+confirm it to Redis (fencing), REC recovered after its worker vanished, SKP a late run \
+skipped (catch-up), BAD unparsable schedule.";
 
 /// Files, environment and exit codes, after the options of `redbike --help`.
 pub const MAIN_AFTER: &str = "\
@@ -220,7 +220,12 @@ A pass runs at the start of every second and at once when set or load publish a 
 job; it moves every job due by then into its queue, in atomic batches, so several \
 dispatchers may share a prefix (run two for high availability, each with its own \
 timefile). The timefile holds the time of the last completed pass; the first pass uses \
---after, else the timefile, else now. control HALT stops it within a second; a stop \
+--after, else the timefile, else now, and a job due then runs once, however late. A \
+queue whose config table [redbike.catch-up.Q] says policy = \"skip\" has its late runs \
+skipped instead: a job of it due more than grace seconds ago (default 60, 0..=86400) \
+is not queued but put at its next occurrence after now (a one-off leaves the \
+timeline), with status SKP, last_failure SKP and a log line. control HALT stops it \
+within a second; a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
 with capped backoff, one log line when a failure begins, changes or ends, and a \
 reminder every minute. An error that retrying cannot fix (see exit status 78) before \

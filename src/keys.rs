@@ -9,7 +9,7 @@
 //! | `P-work-Q` | list | queue `Q` (LPUSH in, RPOP out) |
 //! | `P-work-Q-members` | set | job ids in queue `Q` |
 //! | `P-work-Q-JOBID` | string, expiring | the lease of a running job |
-//! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS` or `REC:TS` (new here) |
+//! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS`, `REC:TS`, `FNC:TS` or `SKP:TS` (new here) |
 //! | `P-leases` | sorted set | running job id -> when to recover it if its worker stops refreshing, on Redis's clock (new here) |
 //! | `P-fencing` | string | the last fencing token given to a run (new here) |
 //!

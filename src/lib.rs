@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod backup;
+pub mod catchup;
 pub mod check;
 pub mod cli;
 pub mod config;

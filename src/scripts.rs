@@ -22,6 +22,8 @@ pub static PLACE: LazyLock<Script> = script!("place.lua");
 pub static UNSET: LazyLock<Script> = script!("unset.lua");
 /// `dispatch`: move a batch of due jobs into their queues.
 pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");
+/// `dispatch`: skip a late occurrence of a job in a `skip` queue.
+pub static SKIP: LazyLock<Script> = script!("skip.lua");
 /// `work`: claim (pop and lease) jobs along the queue cycle.
 pub static CLAIM: LazyLock<Script> = script!("claim.lua");
 /// `work`: confirm running jobs (push their recovery instants forward).

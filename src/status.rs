@@ -22,6 +22,9 @@ pub const REC: &str = "REC";
 /// The job's worker stopped it because it could not confirm to Redis that the job still
 /// ran (frozen, or cut off from Redis), and put it back (new in this implementation).
 pub const FNC: &str = "FNC";
+/// The dispatcher skipped a late occurrence (its queue's `catch-up = "skip"`) and put
+/// the job at its next one, or stopped a one-off (new in this implementation).
+pub const SKP: &str = "SKP";
 
 /// A parsed status value. Unknown events are kept as they are (readers must not choke).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -560,6 +560,41 @@ fn cases() -> Vec<Case> {
             "key `port`: invalid type",
         ),
         config(
+            "catch-up policy unknown",
+            "[redbike.catch-up.A]\npolicy = \"later\"\n",
+            "key `policy`: unknown variant `later`, expected `once` or `skip`",
+        ),
+        config(
+            "catch-up grace too long",
+            "[redbike.catch-up.A]\npolicy = \"skip\"\ngrace = 86401\n",
+            "redbike.catch-up: queue A: grace must be in 0..=86400 seconds, got 86401",
+        ),
+        config(
+            "catch-up grace negative",
+            "[redbike.catch-up.A]\ngrace = -1\n",
+            "key `grace`: invalid value: integer `-1`, expected u64; it takes 0..=86400 seconds",
+        ),
+        config(
+            "catch-up grace not a number",
+            "[redbike.catch-up.A]\ngrace = \"1h\"\n",
+            "key `grace`: invalid type",
+        ),
+        config(
+            "catch-up unknown key",
+            "[redbike.catch-up.A]\ngrase = 5\n",
+            "unknown field `grase`",
+        ),
+        config(
+            "catch-up not a table",
+            "[redbike]\ncatch-up = \"skip\"\n",
+            "key `catch-up`: invalid type",
+        ),
+        config(
+            "catch-up queue name collides",
+            "[redbike.catch-up.A-members]\npolicy = \"skip\"\n",
+            "redbike.catch-up: queue name \"A-members\" cannot be used",
+        ),
+        config(
             "negative db",
             "[redbike-redis]\ndb = -1\n",
             "redbike-redis.db: must be in 0..=2147483647, got -1",

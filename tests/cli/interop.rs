@@ -254,3 +254,39 @@ fn a_one_off_whose_python_worker_died_runs_again() {
     signal(disp.child(), libc::SIGTERM);
     assert_eq!(disp.finish(5.0).0, Some(0));
 }
+
+#[test]
+fn python_reads_a_skip_and_its_dispatcher_runs_late_jobs_once() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "rb.toml"),
+        "[redbike.catch-up.A]\npolicy = \"skip\"\n",
+    )
+    .unwrap();
+    let set_late = |id: &str| {
+        bike(&s, d.path())
+            .args(["-c", "rb.toml", "set", id, "FREQ=HOURLY"])
+            .ok();
+        let _: () = s.con().zadd("t-timeline", id, now() - 3600).unwrap();
+    };
+    set_late("skipped:A");
+    let disp = bike(&s, d.path())
+        .args(["-c", "rb.toml", "dispatch"])
+        .spawn();
+    assert!(wait_until(5.0, || status(&s, "skipped:A").starts_with("SKP:")));
+    signal(&disp, libc::SIGTERM);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+    // Python's readers take the new event as it is.
+    let statuses = py(&p, &s, &d, &["statuses"]);
+    assert!(statuses.contains("skipped:A,SKP,"), "{statuses}");
+    let tell: serde_json::Value =
+        serde_json::from_str(&py(&p, &s, &d, &["tell", "skipped:A"])).unwrap();
+    assert!(tell["status"].as_str().unwrap().starts_with("SKP:"));
+    // Python's dispatcher knows no policy: a late job of a skip queue is queued.
+    set_late("late:A");
+    py(&p, &s, &d, &["dispatch_once"]);
+    let queued: Vec<String> = s.con().lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(queued, ["late:A"]);
+}

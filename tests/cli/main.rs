@@ -1,6 +1,7 @@
 //! Integration tests: the real `redbike` binary against private redis-servers.
 
 mod bad_input;
+mod catchup;
 mod check;
 mod collisions;
 mod deploy;
