@@ -41,6 +41,7 @@ fn skip_queue_skips_late_runs_and_once_queue_runs_them() {
     set_late(&s, d.path(), "oneoff:S", "AT:100", 3600);
     set_late(&s, d.path(), "fresh:S", hourly, 60);
     set_late(&s, d.path(), "late:O", hourly, 3600);
+    set_late(&s, d.path(), "cron:S", "CRON:0 * * * *", 3600);
     let child = bike(&s, d.path())
         .args(["-c", "rb.toml", "dispatch"])
         .spawn();
@@ -63,6 +64,9 @@ fn skip_queue_skips_late_runs_and_once_queue_runs_them() {
         next > t - 2 && next <= t + 3600 && next % 3600 == 0,
         "{next}"
     );
+    // So is a cron line.
+    assert!(status(&s, "cron:S").starts_with("SKP:"));
+    assert_eq!(score(&s, "cron:S"), score(&s, "late:S"));
     // The one-off is skipped and stopped: nowhere, schedule STOP.
     assert_eq!(score(&s, "oneoff:S"), None);
     let sched: String = s.con().hget("t-schedules", "oneoff:S").unwrap();
