@@ -10,12 +10,9 @@
 //! waiting out a backoff, and a job whose schedule is missing or unparsable, are left
 //! to the dispatcher as usual.
 
-use std::collections::BTreeMap;
-
-use chrono_tz::Tz;
-
 use crate::{
-    config::{CatchUp, CatchUpPolicy},
+    config::{CatchUpPolicy, Config},
+    jitter,
     keys::queue_of,
     schedule::{Placement, Schedule},
     scripts,
@@ -29,12 +26,8 @@ const PAGE: isize = 1000;
 /// Skips the late occurrences of the jobs of `skip` queues, as of `now`; returns how
 /// many were skipped. Costs nothing when no queue skips, and one empty range read per
 /// pass while no job is late.
-pub fn skip_late(
-    store: &mut Store<'_>,
-    policies: &BTreeMap<String, CatchUp>,
-    tz: Tz,
-    now: i64,
-) -> redis::RedisResult<usize> {
+pub fn skip_late(store: &mut Store<'_>, config: &Config, now: i64) -> redis::RedisResult<usize> {
+    let policies = &config.catch_up;
     let Some(least_grace) = policies
         .values()
         .filter(|c| c.policy == CatchUpPolicy::Skip)
@@ -72,7 +65,7 @@ pub fn skip_late(
                     ok.then_some((jobid, due))
                 });
             match late {
-                Some((jobid, due)) if skip(store, jobid, score, due, tz, now)? => skipped += 1,
+                Some((jobid, due)) if skip(store, config, jobid, score, due, now)? => skipped += 1,
                 _ => left += 1,
             }
         }
@@ -87,10 +80,10 @@ pub fn skip_late(
 /// the job changed since it was read).
 fn skip(
     store: &mut Store<'_>,
+    config: &Config,
     jobid: &str,
     score: &str,
     due: f64,
-    tz: Tz,
     now: i64,
 ) -> redis::RedisResult<bool> {
     let stored: Option<Vec<u8>> = redis::cmd("HGET")
@@ -104,11 +97,14 @@ fn skip(
     // Only a recurring schedule (its next occurrence) or a one-off (stored STOP) is
     // skipped; CONTINUE and AT run late, and a schedule that cannot be read is the
     // worker's to mark BAD.
-    let next = match Schedule::parse(&text).map(|s| s.placement(now, tz)) {
-        Ok(Ok(Placement::Timeline(ts))) if ts > now => Some(ts),
-        Ok(Ok(Placement::Stop)) => None,
-        _ => return Ok(false),
-    };
+    // The next run is the job's own: its queue's jitter applies (see crate::jitter).
+    let offset = jitter::offset_in(&config.jitter, jobid);
+    let next =
+        match Schedule::parse(&text).map(|s| jitter::placement(&s, now, config.timezone, offset)) {
+            Ok(Ok(Placement::Timeline(ts))) if ts > now => Some(ts),
+            Ok(Ok(Placement::Stop)) => None,
+            _ => return Ok(false),
+        };
     let (action, at) = match next {
         Some(ts) => ("timeline", ts),
         None => ("stop", 0),

@@ -17,7 +17,7 @@ use crate::{
     dispatcher,
     error::{Error, ExitCode, Result},
     hazards::{self, Probe},
-    help, jobid, limits, loader, runner,
+    help, jitter, jobid, limits, loader, runner,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
     stats,
@@ -207,6 +207,9 @@ pub enum Command {
         /// Start after this instant [default: now]
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
+        /// The runs of this job: with its queue's jitter (config `[redbike.jitter]`)
+        #[arg(long, value_name = "JOBID")]
+        job: Option<String>,
     },
     /// Print figures about the prefix: queues, timeline, running jobs, statuses
     #[command(after_long_help = help::STATS)]
@@ -321,7 +324,8 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             schedule,
             count,
             after,
-        } => cmd_next(&config, &schedule, count, after.as_deref()),
+            job,
+        } => cmd_next(&config, &schedule, count, after.as_deref(), job.as_deref()),
         Command::Work(flags) => cmd_work(&config, flags),
         Command::Check { repair } => cmd_check(&config, repair),
         Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
@@ -369,8 +373,8 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
     let schedule = Schedule::parse(text)?;
     let after = parse_ts("--after", after, config)?;
     let reference = timefile::reference_for_set(after, &config.timefile)?;
-    let placement = schedule
-        .placement(reference, config.timezone)
+    let offset = jitter::offset_in(&config.jitter, id);
+    let placement = jitter::placement(&schedule, reference, config.timezone, offset)
         .map_err(rule_error(text))?;
     let item = PlaceItem::new(id, &schedule, text, placement);
     let probe = Probe::of(config);
@@ -494,7 +498,17 @@ fn cmd_ping(config: &Config) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> Result<ExitCode> {
+fn cmd_next(
+    config: &Config,
+    text: &str,
+    count: usize,
+    after: Option<&str>,
+    job: Option<&str>,
+) -> Result<ExitCode> {
+    if let Some(id) = job {
+        jobid::validate(id)?;
+    }
+    let offset = job.map_or(0, |id| jitter::offset_in(&config.jitter, id));
     let schedule = Schedule::parse(text)?;
     let mut after = parse_ts("--after", after, config)?.unwrap_or_else(timestamp::now);
     let zone =
@@ -510,8 +524,7 @@ fn cmd_next(config: &Config, text: &str, count: usize, after: Option<&str>) -> R
     match &schedule {
         Schedule::Rule(_) | Schedule::Cron(_) => {
             for _ in 0..count {
-                match schedule
-                    .placement(after, config.timezone)
+                match jitter::placement(&schedule, after, config.timezone, offset)
                     .map_err(rule_error(text))?
                 {
                     Placement::Timeline(ts) => {
@@ -555,7 +568,7 @@ fn plan_file(
         csvio::read_schedules(file)?
     };
     let reference = timefile::reference_for_set(after, &config.timefile)?;
-    loader::plan(&rows, reference, config.timezone, &name)
+    loader::plan(&rows, reference, config.timezone, &config.jitter, &name)
 }
 
 fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {

@@ -192,6 +192,9 @@ pub struct Config {
     /// What the dispatcher does with late jobs of particular queues
     /// (`[redbike.catch-up.Q]`); queues not named catch up once.
     pub catch_up: BTreeMap<String, CatchUp>,
+    /// Seconds over which the runs of particular queues' recurring jobs are spread
+    /// (`[redbike.jitter]`, see [`crate::jitter`]).
+    pub jitter: BTreeMap<String, u64>,
     /// The file the configuration came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -247,6 +250,7 @@ struct RedbikeTable {
     output_limits: Option<BTreeMap<String, QueueOutputTable>>,
     pass_redis_env: Option<bool>,
     catch_up: Option<BTreeMap<String, QueueCatchUpTable>>,
+    jitter: Option<BTreeMap<String, u64>>,
 }
 
 /// `[redbike.catch-up.Q]`: the catch-up policy of queue Q.
@@ -342,11 +346,21 @@ impl Config {
             let policy = q.policy.unwrap_or_default();
             catch_up.insert(queue, CatchUp { policy, grace });
         }
+        let jitter = t.jitter.unwrap_or_default();
+        for (queue, secs) in &jitter {
+            limits::JITTER
+                .check(*secs)
+                .map_err(|why| ConfigError::Value {
+                    key: "redbike.jitter",
+                    message: format!("queue {queue}: {why}"),
+                })?;
+        }
         let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
         for (key, name) in queue_names
             .map(|q| ("redbike.queues", q))
             .chain(timeouts.keys().map(|q| ("redbike.timeouts", q.as_str())))
             .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
+            .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
         {
             if let Some(why) = crate::keys::queue_collision(name) {
                 return Err(ConfigError::Value {
@@ -424,6 +438,7 @@ impl Config {
                 pass_redis_env: t.pass_redis_env.unwrap_or(false),
             },
             catch_up,
+            jitter,
             source,
         })
     }

@@ -144,14 +144,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         // queue them; lateness is measured from the clock, not from the pass's point
         // (after an outage that is the timefile's instant).
         let result = looked
-            .and_then(|()| {
-                catchup::skip_late(
-                    &mut store,
-                    &config.catch_up,
-                    config.timezone,
-                    timestamp::now(),
-                )
-            })
+            .and_then(|()| catchup::skip_late(&mut store, config, timestamp::now()))
             .and_then(|_| pass(&mut store, point))
             .and_then(|p| {
                 recovery.tick(

@@ -112,7 +112,14 @@ jobs BAD.
 Time zones follow RFC 5545: a local time that does not exist (spring forward) moves \
 forward by the length of the gap; an ambiguous one (fall back) takes its first \
 occurrence. A daily 02:30 rule in Europe/Berlin fires once on each day around both \
-transitions.";
+transitions.
+
+Jitter: [redbike.jitter] Q = S (seconds, 0..=86400) shifts every run of each recurring \
+job (rule, rule set, cron line) of queue Q by a fixed offset in [0, S): FNV-1a 64 of \
+the job id's UTF-8 bytes, modulo S, so a job keeps its own slot. set, load, the \
+workers, recovery and the dispatcher's catch-up skips apply it; next --job JOBID shows \
+that job's runs with it, tell shows the shifted next_run. NOW, AT and CONTINUE are not \
+shifted.";
 
 /// The worker's job contract, for `work`.
 pub const WORK: &str = "\

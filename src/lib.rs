@@ -16,6 +16,7 @@ pub mod error;
 pub mod guard;
 pub mod hazards;
 pub mod help;
+pub mod jitter;
 pub mod jobid;
 pub mod keys;
 pub mod limits;

@@ -35,6 +35,9 @@ pub const CATCH_UP_GRACE: Range = Range::new(0, 86_400, "seconds");
 /// The grace of a `skip` queue that names none: the dispatcher passes every second, so
 /// only an outage (or a dispatcher that cannot keep up) makes a job this late.
 pub const CATCH_UP_GRACE_DEFAULT: u64 = 60;
+/// `jitter.Q`: the spread, in seconds, of the offsets of queue Q's jobs (0: none; a
+/// day at most).
+pub const JITTER: Range = Range::new(0, 86_400, "seconds");
 /// The backoff a job writes to `$REDBIKE_BACKOFF_FILE` (0: none).
 pub const BACKOFF: Range = Range::new(0, YEAR, "seconds");
 /// `-j/--concurrency`, `concurrency`: jobs one worker runs at once.

@@ -1,7 +1,7 @@
 //! Bulk loading of `JOBID,SCHEDULE` files (`redbike load`, `dispatch --schedules`):
 //! validate every row, work out every placement, and only then write, pipelined.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono_tz::Tz;
 
@@ -9,22 +9,31 @@ use crate::{
     csvio::ScheduleRow,
     error::{is_connection_error, redis_text, Error, Result},
     hazards::{self, Probe},
+    jitter,
     schedule::Placement,
     store::{PlaceItem, Store, PLACE_BATCH},
     timestamp,
 };
 
-/// Works out where each row's job goes for reference instant `after`. Rows sharing a
-/// schedule text share one evaluation. A rule that cannot be evaluated is an input
-/// error naming its line, before anything is written.
-pub fn plan(rows: &[ScheduleRow], after: i64, tz: Tz, name: &str) -> Result<Vec<PlaceItem>> {
-    let mut cache: HashMap<&str, Placement> = HashMap::new();
+/// Works out where each row's job goes for reference instant `after`, with the
+/// per-queue `jitter`. Rows sharing a schedule text and a jitter offset share one
+/// evaluation. A rule that cannot be evaluated is an input error naming its line,
+/// before anything is written.
+pub fn plan(
+    rows: &[ScheduleRow],
+    after: i64,
+    tz: Tz,
+    jitter: &BTreeMap<String, u64>,
+    name: &str,
+) -> Result<Vec<PlaceItem>> {
+    let mut cache: HashMap<(&str, i64), Placement> = HashMap::new();
     rows.iter()
         .map(|row| {
-            let placement = match cache.get(row.text.as_str()) {
+            let offset = jitter::offset_in(jitter, &row.jobid);
+            let placement = match cache.get(&(row.text.as_str(), offset)) {
                 Some(p) => *p,
                 None => {
-                    let p = row.schedule.placement(after, tz).map_err(|e| {
+                    let p = jitter::placement(&row.schedule, after, tz, offset).map_err(|e| {
                         Error::Input(format!(
                             "{name}: line {}: bad schedule {:?}: {e}",
                             row.line, row.text
@@ -32,7 +41,7 @@ pub fn plan(rows: &[ScheduleRow], after: i64, tz: Tz, name: &str) -> Result<Vec<
                     })?;
                     // NOW/CONTINUE/STOP/AT do not depend on `after`; rules are cached too,
                     // since every row shares the same reference instant.
-                    cache.insert(&row.text, p);
+                    cache.insert((&row.text, offset), p);
                     p
                 }
             };

@@ -192,7 +192,7 @@ pub fn recover_job(
     // The schedule may change under us (set/unset); decide again then, a few times.
     for _ in 0..3 {
         let (action, due, stored) =
-            decide_recovery(schedule.as_deref(), now, settings).unwrap_or(("bad", 0, None));
+            decide_recovery(id, schedule.as_deref(), now, settings).unwrap_or(("bad", 0, None));
         let mut inv = scripts::RECOVER.prepare_invoke();
         for key in store.keys.job_keys(id) {
             inv.key(key);

@@ -12,7 +12,7 @@
 //! and written when Redis is back.
 
 use std::{
-    collections::VecDeque,
+    collections::{BTreeMap, VecDeque},
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{mpsc, Arc},
     time::{Duration, Instant},
@@ -25,6 +25,7 @@ use crate::{
     config::OnFailure,
     error::{Error, Result},
     hazards::Watch,
+    jitter,
     keys::{queue_of, Keys},
     link::Link,
     listener::{self, Heard},
@@ -210,6 +211,8 @@ pub struct Settings {
     /// `(replicas, timeout in ms)`: claims and outcomes count only once that many
     /// replicas acknowledge them (`wait-replicas`).
     pub wait: Option<(u32, u64)>,
+    /// Per-queue jitter of recurring jobs' runs, seconds (`[redbike.jitter]`).
+    pub jitter: BTreeMap<String, u64>,
 }
 
 impl Settings {
@@ -225,6 +228,7 @@ impl Settings {
             failure_delay: w.failure_delay,
             timezone: config.timezone,
             wait: config.redis.wait(),
+            jitter: config.jitter.clone(),
         }
     }
 }
@@ -274,7 +278,7 @@ impl Decision {
 }
 
 /// Decides what becomes of a job after a run, from its current schedule.
-fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision {
+fn decide(jobid: &str, schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision {
     let failure = match end {
         End::TimedOut => Some(status::TMO),
         End::Interrupted => Some(status::INT),
@@ -322,7 +326,8 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
             d("place", placement, None)
         }
         Ok(recurring @ (Schedule::Rule(_) | Schedule::Cron(_))) => {
-            match recurring.placement(now, s.timezone) {
+            let offset = jitter::offset_in(&s.jitter, jobid);
+            match jitter::placement(&recurring, now, s.timezone, offset) {
                 Ok(placement) => d("place", placement, None),
                 Err(_) => d("bad", Placement::Stop, None),
             }
@@ -334,11 +339,12 @@ fn decide(schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision
 /// the schedule to store first; `None` when its schedule cannot be parsed. Like a
 /// timeout, recovery ignores `on-failure`.
 pub fn decide_recovery(
+    jobid: &str,
     schedule: Option<&str>,
     now: i64,
     s: &Settings,
 ) -> Option<(&'static str, i64, Option<&'static str>)> {
-    let d = decide(schedule, &End::Recovered, now, s);
+    let d = decide(jobid, schedule, &End::Recovered, now, s);
     let (action, due) = d.action();
     (d.mode != "bad").then_some((action, due, d.store))
 }
@@ -1300,7 +1306,13 @@ impl Loop {
             .key(&self.keys.failures)
             .key(&self.keys.leases);
         for f in &self.pending {
-            let d = decide(f.job.schedule.as_deref(), &f.end, now, &self.settings);
+            let d = decide(
+                &f.job.id,
+                f.job.schedule.as_deref(),
+                &f.end,
+                now,
+                &self.settings,
+            );
             let (action, due) = d.action();
             let q = queue_of(&f.job.id);
             inv.key(self.keys.queue(q))
@@ -1576,6 +1588,7 @@ mod tests {
             failure_delay: 10,
             timezone: Tz::UTC,
             wait: None,
+            jitter: BTreeMap::new(),
         }
     }
 
@@ -1588,72 +1601,107 @@ mod tests {
         let s = settings();
         let failed = End::Outcome(Outcome::Failed("x".into()));
         assert_eq!(
-            decide(Some("CONTINUE"), &ok(None), 100, &s).placement,
+            decide("j:A", Some("CONTINUE"), &ok(None), 100, &s).placement,
             Placement::Enqueue
         );
         assert_eq!(
-            decide(Some("CONTINUE"), &ok(Some(5)), 100, &s).placement,
+            decide("j:A", Some("CONTINUE"), &ok(Some(5)), 100, &s).placement,
             Placement::Timeline(105)
         );
         assert_eq!(
-            decide(Some("CONTINUE"), &failed, 100, &s).placement,
+            decide("j:A", Some("CONTINUE"), &failed, 100, &s).placement,
             Placement::Timeline(110)
         );
         assert_eq!(
-            decide(Some("CONTINUE"), &End::TimedOut, 100, &s).failure,
+            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &s).failure,
             Some("TMO")
         );
-        assert_eq!(decide(None, &ok(None), 100, &s).mode, "unset");
+        assert_eq!(decide("j:A", None, &ok(None), 100, &s).mode, "unset");
         assert_eq!(
-            decide(Some("STOP"), &End::Outcome(Outcome::Unset), 100, &s).mode,
+            decide("j:A", Some("STOP"), &End::Outcome(Outcome::Unset), 100, &s).mode,
             "unset"
         );
-        let stop = decide(Some("CONTINUE"), &End::Outcome(Outcome::Stop), 100, &s);
+        let stop = decide(
+            "j:A",
+            Some("CONTINUE"),
+            &End::Outcome(Outcome::Stop),
+            100,
+            &s,
+        );
         assert_eq!(
             (stop.mode, stop.store, stop.placement),
             ("place", Some("STOP"), Placement::Stop)
         );
-        let now = decide(Some("NOW"), &ok(None), 100, &s);
+        let now = decide("j:A", Some("NOW"), &ok(None), 100, &s);
         assert_eq!(
             (now.placement, now.store),
             (Placement::Enqueue, Some("STOP"))
         );
-        assert_eq!(decide(Some("FREQ=NOPE"), &ok(None), 100, &s).mode, "bad");
+        assert_eq!(
+            decide("j:A", Some("FREQ=NOPE"), &ok(None), 100, &s).mode,
+            "bad"
+        );
         // A STOP schedule under a run that did not end by itself: the script decides
         // from the status whether it was a one-off run (queued again) or a stop.
         assert_eq!(
-            decide(Some("STOP"), &End::Interrupted, 100, &s).action(),
+            decide("j:A", Some("STOP"), &End::Interrupted, 100, &s).action(),
             ("oneoff", 0)
         );
         assert_eq!(
-            decide_recovery(Some("STOP"), 100, &s),
+            decide_recovery("j:A", Some("STOP"), 100, &s),
             Some(("oneoff", 0, None))
         );
         assert_eq!(
-            decide(Some("STOP"), &End::Fenced, 100, &s).action(),
+            decide("j:A", Some("STOP"), &End::Fenced, 100, &s).action(),
             ("oneoff", 0)
         );
         assert_eq!(
-            decide(Some("STOP"), &End::TimedOut, 100, &s).action(),
+            decide("j:A", Some("STOP"), &End::TimedOut, 100, &s).action(),
             ("stop", 0)
         );
         assert_eq!(
-            decide(Some("STOP"), &ok(None), 100, &s).action(),
+            decide("j:A", Some("STOP"), &ok(None), 100, &s).action(),
             ("stop", 0)
         );
         assert_eq!(
-            decide(Some("NOW"), &End::Interrupted, 100, &s).action(),
+            decide("j:A", Some("NOW"), &End::Interrupted, 100, &s).action(),
             ("enqueue", 0)
         );
         let hold = Settings {
             on_failure: OnFailure::Hold,
             ..settings()
         };
-        assert_eq!(decide(Some("CONTINUE"), &failed, 100, &hold).mode, "hold");
+        assert_eq!(
+            decide("j:A", Some("CONTINUE"), &failed, 100, &hold).mode,
+            "hold"
+        );
         // A timeout always goes back into circulation.
         assert_eq!(
-            decide(Some("CONTINUE"), &End::TimedOut, 100, &hold).mode,
+            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &hold).mode,
             "place"
+        );
+    }
+
+    #[test]
+    fn reschedule_and_recovery_keep_the_jobs_jitter_slot() {
+        let s = Settings {
+            jitter: [("J".to_string(), 3600)].into(),
+            ..settings()
+        };
+        // job:J's offset under 3600 s is 1656 (FNV-1a, see crate::jitter).
+        let hourly = Some("FREQ=HOURLY;BYMINUTE=0;BYSECOND=0");
+        let at = |id, now| decide(id, hourly, &ok(None), now, &s).placement;
+        assert_eq!(at("job:J", 1656), Placement::Timeline(3600 + 1656));
+        assert_eq!(at("job:J", 1000), Placement::Timeline(1656));
+        assert_eq!(at("job:K", 1000), Placement::Timeline(3600));
+        assert_eq!(
+            decide_recovery("job:J", hourly, 1000, &s),
+            Some(("timeline", 1656, None))
+        );
+        // CONTINUE is not shifted.
+        assert_eq!(
+            decide("job:J", Some("CONTINUE"), &ok(Some(5)), 100, &s).placement,
+            Placement::Timeline(105)
         );
     }
 

@@ -71,6 +71,7 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
         &rows,
         redbike::timestamp::now(),
         chrono_tz::Tz::UTC,
+        &Default::default(),
         "bench",
     )?;
     let plan = t.elapsed().as_secs_f64();

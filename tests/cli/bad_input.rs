@@ -595,6 +595,26 @@ fn cases() -> Vec<Case> {
             "redbike.catch-up: queue name \"A-members\" cannot be used",
         ),
         config(
+            "jitter too long",
+            "[redbike.jitter]\nA = 86401\n",
+            "redbike.jitter: queue A: must be in 0..=86400 seconds, got 86401",
+        ),
+        config(
+            "jitter negative",
+            "[redbike.jitter]\nA = -5\n",
+            "key `A`: invalid value: integer `-5`, expected u64",
+        ),
+        config(
+            "jitter queue name collides",
+            "[redbike.jitter]\nA-A = 60\n",
+            "redbike.jitter: queue name \"A-A\" cannot be used",
+        ),
+        case(
+            "next --job bad id",
+            &["next", "FREQ=DAILY", "--job", "bad:"],
+            "job id \"bad:\" ends with ':'",
+        ),
+        config(
             "negative db",
             "[redbike-redis]\ndb = -1\n",
             "redbike-redis.db: must be in 0..=2147483647, got -1",

@@ -12,6 +12,7 @@ mod fencing;
 mod harness;
 mod hazards;
 mod interop;
+mod jitter;
 mod oneoff;
 mod operator;
 mod ops;
