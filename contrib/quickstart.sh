@@ -11,7 +11,8 @@ cargo build --release --quiet
 bin=$PWD/target/release/redbike
 dir=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$dir" --daemonize yes --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
+# AOF on, as the README's "Redis settings redbike needs" asks (no warning at start).
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly yes --dir "$dir" --daemonize yes --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
