@@ -23,9 +23,11 @@ use super::rule::{
     MAX_LOCAL, MIN_AFTER,
 };
 
-/// Days searched for a matching day: the longest wait of any accepted line is
-/// February 29th with any weekday, eight years around 2100.
-const SEARCH_DAYS: i64 = 9 * 366;
+/// Days searched for a matching day: one 400-year Gregorian cycle (146,097 days,
+/// exactly 20,871 weeks), after which dates and weekdays repeat, so a line that
+/// matches no day in it matches none ever. Waits are long only when both day fields
+/// must match: a Sunday February 29th comes in 2032, 2060, 2088, then 2128.
+const SEARCH_DAYS: i64 = 146_097;
 
 /// Why a cron line was refused. Every message is one lower-case line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -62,6 +62,15 @@ fn day_of_month_and_day_of_week() {
             "2024-02-12T09:00:00Z"
         ])
     );
+    // Both day fields must match, decades apart: never taken for "no run left".
+    assert_eq!(
+        take("0 0 1 2 */7", "2043-01-01T00:00:00Z", utc, 2),
+        ats(&["2043-02-01T00:00:00Z", "2054-02-01T00:00:00Z"])
+    );
+    assert_eq!(
+        take("0 0 29 2 */7", "2033-01-01T00:00:00Z", utc, 3)[2..],
+        ats(&["2128-02-29T00:00:00Z"])[..]
+    );
     // `*/2` starts with `*`: odd days that are Mondays (croniter would OR them).
     assert_eq!(
         take("0 9 */2 * MON", "2024-01-01T10:00:00Z", utc, 2),
