@@ -130,8 +130,11 @@ pub struct Rule {
 }
 
 /// How many occurrences in a row may be excluded before a rule set is given up
-/// on: an EXRULE that excludes (almost) every RRULE occurrence is a mistake.
-const MAX_EXCLUDED_IN_A_ROW: usize = 10_000;
+/// on: an EXRULE that excludes (almost) every RRULE occurrence is a mistake. A
+/// whole excluded day (`EXDATE;VALUE=DATE`) counts once, however many occurrences
+/// it holds; a month of minutes taken out by an EXRULE is 44,640, a weekend of
+/// seconds 172,800.
+const MAX_EXCLUDED_IN_A_ROW: usize = 200_000;
 
 /// Earliest unix time accepted as `after` (1900-01-01T00:00:00Z).
 pub(super) const MIN_AFTER: i64 = -2_208_988_800;
@@ -282,10 +285,10 @@ impl Rule {
             let Some(t) = next else {
                 return Ok(None);
             };
-            if !self.excluded(t, zone)? {
-                return Ok(Some(t));
+            match self.excluded(t, zone)? {
+                None => return Ok(Some(t)),
+                Some(past) => after = past,
             }
-            after = t;
         }
         Err(RuleError::Unevaluable(format!(
             "EXRULE or EXDATE exclude more than {MAX_EXCLUDED_IN_A_ROW} occurrences in a row; \
@@ -293,23 +296,27 @@ impl Rule {
         )))
     }
 
-    /// Whether an EXRULE or EXDATE excludes instant `t`.
-    fn excluded(&self, t: i64, zone: Tz) -> Result<bool, RuleError> {
+    /// Whether an EXRULE or EXDATE excludes instant `t`: if so, the instant the
+    /// search goes on after — `t`, or the last second of an excluded whole day, so
+    /// that a day of a SECONDLY rule is passed over in one step.
+    fn excluded(&self, t: i64, zone: Tz) -> Result<Option<i64>, RuleError> {
         for d in &self.exdates {
-            let hit = match *d {
-                DateItem::Day(day) => (t + offset_at(zone, t)).div_euclid(DAY) == day,
-                other => date_instant(other, zone)? == t,
-            };
-            if hit {
-                return Ok(true);
+            match *d {
+                DateItem::Day(day) if (t + offset_at(zone, t)).div_euclid(DAY) == day => {
+                    let next_day = to_instant(zone, (day + 1) * DAY)?.0;
+                    return Ok(Some((next_day - 1).max(t)));
+                }
+                DateItem::Day(_) => {}
+                other if date_instant(other, zone)? == t => return Ok(Some(t)),
+                _ => {}
             }
         }
         for r in &self.exrules {
             if r.next_after(self.start, t - 1, zone)? == Some(t) {
-                return Ok(true);
+                return Ok(Some(t));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 }
 

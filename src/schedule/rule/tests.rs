@@ -689,6 +689,32 @@ fn rfc_5545_must_nots_are_refused() {
 }
 
 /// Rule sets: the union of RRULEs and RDATEs minus EXRULEs and EXDATEs.
+/// Exclusions longer than any fixed count of occurrences: a whole day of a SECONDLY
+/// rule (86,400 occurrences, passed over in one step), a December of minutes taken
+/// out by an EXRULE (44,640). Accepted by `set`, they must never fail later.
+#[test]
+fn long_exclusions_are_passed_over() {
+    let utc = Tz::UTC;
+    assert_eq!(
+        take(
+            "RRULE:FREQ=SECONDLY\nEXDATE;VALUE=DATE:20241225",
+            "2024-12-24T23:59:58Z",
+            utc,
+            2
+        ),
+        ats(&["2024-12-24T23:59:59Z", "2024-12-26T00:00:00Z"])
+    );
+    assert_eq!(
+        take(
+            "DTSTART:20241101T000000Z\nRRULE:FREQ=MINUTELY\nEXRULE:FREQ=MINUTELY;BYMONTH=12",
+            "2024-11-30T23:58:30Z",
+            utc,
+            2
+        ),
+        ats(&["2024-11-30T23:59:00Z", "2025-01-01T00:00:00Z"])
+    );
+}
+
 #[test]
 fn rule_sets() {
     let utc = Tz::UTC;
