@@ -534,9 +534,9 @@ fn cmd_next(
                     _ => {
                         // Like STOP: a valid rule that has ended, not an error.
                         say!(
-                            "redbike: no run after {}: the rule's UNTIL or COUNT is used up \
-                             (or the year 9999 ends); set and load store it as a stopped job \
-                             (status STP)",
+                            "redbike: no run after {}: the schedule has ended (UNTIL or COUNT \
+                             used up, or the year 9999 ends); set and load store it as a \
+                             stopped job (status STP)",
                             timestamp::iso_utc(after)
                         );
                         break;

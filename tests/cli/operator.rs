@@ -156,7 +156,7 @@ fn an_ended_rule_is_stopped_everywhere_and_next_says_so() {
         .stdout_is("");
     assert!(
         o.stderr
-            .contains("no run after 2024-01-01T00:00:00Z: the rule's UNTIL or COUNT is used up"),
+            .contains("no run after 2024-01-01T00:00:00Z: the schedule has ended"),
         "{}",
         o.stderr
     );
