@@ -229,7 +229,7 @@ dispatchers may share a prefix (run two for high availability, each with its own
 timefile). The timefile holds the time of the last completed pass; the first pass uses \
 --after, else the timefile, else now, and a job due then runs once, however late. A \
 queue whose config table [redbike.catch-up.Q] says policy = \"skip\" has its late runs \
-skipped instead: a job of it due more than grace seconds ago (default 60, 0..=86400) \
+skipped instead: a job of it due more than grace seconds ago (default 60, 5..=86400) \
 is not queued but put at its next occurrence after now (a one-off leaves the \
 timeline), with status SKP, last_failure SKP and a log line. control HALT stops it \
 within a second; a stop \

@@ -54,6 +54,9 @@ pub fn placement(
         return schedule.placement(after, tz);
     }
     Ok(match schedule.placement(after - offset, tz)? {
+        // An occurrence shifted past the last representable second has ended, like
+        // one past it unshifted.
+        Placement::Timeline(ts) if ts + offset > crate::timestamp::MAX_UNIX => Placement::Stop,
         Placement::Timeline(ts) => Placement::Timeline(ts + offset),
         other => other,
     })
@@ -62,6 +65,20 @@ pub fn placement(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_shifted_past_the_year_9999_ends_the_schedule() {
+        let rule = Schedule::parse("FREQ=YEARLY;BYMONTH=12;BYMONTHDAY=31;BYHOUR=23").unwrap();
+        let after = crate::timestamp::MAX_UNIX - 2 * 86_400;
+        assert_eq!(
+            placement(&rule, after, Tz::UTC, 86_399).unwrap(),
+            Placement::Stop
+        );
+        assert!(matches!(
+            placement(&rule, after, Tz::UTC, 10).unwrap(),
+            Placement::Timeline(_)
+        ));
+    }
 
     #[test]
     fn offsets_are_fnv1a_and_stable() {

@@ -29,9 +29,10 @@ pub const GRACE: Range = Range::new(1, 86_400, "seconds");
 pub const FENCE_AFTER: Range = Range::new(3, 86_400, "seconds");
 /// `failure-delay`: seconds a failed CONTINUE job waits (0: none).
 pub const FAILURE_DELAY: Range = Range::new(0, YEAR, "seconds");
-/// `catch-up.Q.grace`: seconds a run may be late and still run in a `skip` queue (a
-/// day at most: a longer grace is `once`).
-pub const CATCH_UP_GRACE: Range = Range::new(0, 86_400, "seconds");
+/// `catch-up.Q.grace`: seconds a run may be late and still run in a `skip` queue: at
+/// least 5 (a pass on a loaded host may come a second or two late, and must not skip
+/// a run for that), a day at most (a longer grace is `once`).
+pub const CATCH_UP_GRACE: Range = Range::new(5, 86_400, "seconds");
 /// The grace of a `skip` queue that names none: the dispatcher passes every second, so
 /// only an outage (or a dispatcher that cannot keep up) makes a job this late.
 pub const CATCH_UP_GRACE_DEFAULT: u64 = 60;

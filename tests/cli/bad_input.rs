@@ -567,12 +567,17 @@ fn cases() -> Vec<Case> {
         config(
             "catch-up grace too long",
             "[redbike.catch-up.A]\npolicy = \"skip\"\ngrace = 86401\n",
-            "redbike.catch-up: queue A: grace must be in 0..=86400 seconds, got 86401",
+            "redbike.catch-up: queue A: grace must be in 5..=86400 seconds, got 86401",
+        ),
+        config(
+            "catch-up grace under a loaded pass's lateness",
+            "[redbike.catch-up.A]\npolicy = \"skip\"\ngrace = 0\n",
+            "redbike.catch-up: queue A: grace must be in 5..=86400 seconds, got 0",
         ),
         config(
             "catch-up grace negative",
             "[redbike.catch-up.A]\ngrace = -1\n",
-            "key `grace`: invalid value: integer `-1`, expected u64; it takes 0..=86400 seconds",
+            "key `grace`: invalid value: integer `-1`, expected u64; it takes 5..=86400 seconds",
         ),
         config(
             "catch-up grace not a number",
