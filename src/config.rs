@@ -974,7 +974,7 @@ mod tests {
 
     #[test]
     fn catch_up_tables_default_to_once_and_a_minute() {
-        let text = "[redbike.catch-up.R]\npolicy = \"skip\"\n[redbike.catch-up.S]\ngrace = 0\n";
+        let text = "[redbike.catch-up.R]\npolicy = \"skip\"\n[redbike.catch-up.S]\ngrace = 5\n";
         let config = Config::from_file(toml::from_str(text).unwrap(), None).unwrap();
         let skip = CatchUp {
             policy: CatchUpPolicy::Skip,
@@ -982,7 +982,7 @@ mod tests {
         };
         let once = CatchUp {
             policy: CatchUpPolicy::Once,
-            grace: 0,
+            grace: 5,
         };
         assert_eq!(config.catch_up.get("R"), Some(&skip));
         assert_eq!(config.catch_up.get("S"), Some(&once));
