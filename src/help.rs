@@ -184,9 +184,13 @@ orderly stop.
 
 A worker whose claims fail backs off (at most every 5 s) and logs one line when the \
 failure begins, changes or ends, and a reminder every minute. An error that retrying \
-cannot fix (wrong password, missing ACL permission, a wrong-typed queue key) exits \
-with status 78 when it comes before the first claim worked; later it is retried, so \
-that a running worker carries on by itself once the cause is fixed.
+cannot fix (wrong password, missing ACL permission, a wrong-typed key on every one \
+of its queues) exits with status 78 when it comes before the first claim worked; \
+later it is retried, so that a running worker carries on by itself once the cause is \
+fixed. A queue whose keys are of another type is skipped, with one warning each time \
+the set of skipped queues changes, while the other queues are claimed from; a run \
+whose queue's keys turned odd while it ran has its outcome dropped (one warning) and \
+is recovered once the key is fixed (see `redbike check`).
 
 One-off jobs (NOW, AT) run at least once: one whose run may not have completed \
 (its worker died, was stopped by a second signal, cut it short while stopping, or \

@@ -37,6 +37,12 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 pub const SWEEP_COUNT: usize = 500;
 /// Index entries recovered per call.
 const BATCH: usize = 100;
+/// Pages of index entries looked at per pass, at most.
+const PAGES: usize = 10;
+/// How far an index entry whose job cannot be recovered (one of its keys holds another
+/// type) is moved ahead, so that it neither hides the entries behind it nor keeps the
+/// earliest recovery instant in the past; it is looked at again then.
+const ODD_AGAIN: f64 = 30.0;
 
 /// Recovery state of one dispatcher.
 pub struct Recovery {
@@ -51,7 +57,7 @@ pub struct Recovery {
     /// When the next sweep step is due.
     next_sweep: Instant,
     /// Jobs that could not be recovered because one of their keys is of another type
-    /// (named once each; `redbike check` reports the key).
+    /// (named once while they stay so; `redbike check` reports the key).
     odd: HashSet<String>,
 }
 
@@ -99,15 +105,15 @@ impl Recovery {
     }
 
     /// [`recover_job`], except that a job one of whose keys is of another type (a
-    /// script refuses it before writing) is skipped, and named once, rather than failing
-    /// every pass of the dispatcher.
+    /// script refuses it before writing) is skipped, and named once while it stays so,
+    /// rather than failing every pass of the dispatcher: `None` then.
     fn recover_one(
         &mut self,
         store: &mut Store<'_>,
         id: &str,
         how: &str,
         now: i64,
-    ) -> RedisResult<bool> {
+    ) -> RedisResult<Option<bool>> {
         match recover_job(store, id, how, now, &self.settings) {
             Err(e) if crate::error::is_wrong_type(&e) => {
                 if self.odd.insert(id.to_string()) {
@@ -116,31 +122,59 @@ impl Recovery {
                         e.detail().unwrap_or("a key of another type")
                     );
                 }
-                Ok(false)
+                Ok(None)
             }
-            other => other,
+            Ok(done) => {
+                // Its keys are fine (again): named anew if they turn odd later.
+                self.odd.remove(id);
+                Ok(Some(done))
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Recovers the jobs whose index entry is older than `redis_now` (recover.lua
-    /// checks each again against Redis's clock).
+    /// checks each again against Redis's clock). The entries of jobs that cannot be
+    /// recovered are moved `ODD_AGAIN` ahead (XX GT: never added, never moved back),
+    /// so the next page holds other entries.
     fn recover_index(
         &mut self,
         store: &mut Store<'_>,
         redis_now: f64,
         now: i64,
     ) -> RedisResult<usize> {
-        let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(&store.keys.leases)
-            .arg("-inf")
-            .arg(redis_now)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(BATCH)
-            .query(store.con)?;
         let mut n = 0;
-        for id in stale {
-            n += usize::from(self.recover_one(store, &id, "index", now)?);
+        for _ in 0..PAGES {
+            let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&store.keys.leases)
+                .arg("-inf")
+                .arg(redis_now)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(BATCH)
+                .query(store.con)?;
+            let mut odd = Vec::new();
+            let mut done = 0;
+            for id in &stale {
+                match self.recover_one(store, id, "index", now)? {
+                    None => odd.push(id),
+                    Some(recovered) => done += usize::from(recovered),
+                }
+            }
+            if !odd.is_empty() {
+                let again = redis_now + ODD_AGAIN;
+                let mut zadd = redis::cmd("ZADD");
+                zadd.arg(&store.keys.leases).arg("XX").arg("GT");
+                for id in &odd {
+                    zadd.arg(again).arg(*id);
+                }
+                zadd.exec(store.con)?;
+            }
+            n += done;
+            // A short page was the last; a page that changed nothing would come again.
+            if stale.len() < BATCH || done + odd.len() == 0 {
+                break;
+            }
         }
         Ok(n)
     }
@@ -155,7 +189,7 @@ impl Recovery {
             .collect();
         for id in ripe {
             self.suspects.remove(&id);
-            n += usize::from(self.recover_one(store, &id, "orphan", now)?);
+            n += usize::from(self.recover_one(store, &id, "orphan", now)? == Some(true));
         }
         let reply: Vec<String> = scripts::SWEEP
             .key(&store.keys.schedules)

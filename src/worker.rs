@@ -482,6 +482,12 @@ fn finish_results(
     }
 }
 
+/// The message of a script's WRONGTYPE reply, without its code.
+fn odd_detail(message: Option<String>) -> String {
+    let m = message.unwrap_or_else(|| "a key of another type".into());
+    m.strip_prefix("WRONGTYPE ").unwrap_or(&m).to_string()
+}
+
 /// The random part of a lease tag: 14 hex digits; claim.lua appends the run's fencing
 /// token in 16 decimal digits, making the original's 30 hex digits.
 fn new_tag() -> String {
@@ -543,6 +549,7 @@ pub fn run(
         run_time: None,
         pending: Vec::new(),
         pending_since: None,
+        skipped: Vec::new(),
         releases: Vec::new(),
         flights: VecDeque::new(),
         unconfirmed: Vec::new(),
@@ -640,6 +647,9 @@ struct Loop {
     shutdown: Shutdown,
     /// Looks at the Redis settings that lose jobs, with the poll, once a minute.
     watch: Watch,
+    /// The queues the last claim skipped (their keys hold other types), as indexes
+    /// into the cycle's queues with why: logged when this changes.
+    skipped: Vec<(usize, String)>,
 }
 
 impl Loop {
@@ -1387,6 +1397,16 @@ impl Loop {
                         f.job.id
                     );
                 }
+                Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("odd") => {
+                    // Its queue's keys hold other types: written again, it would fail
+                    // again. Dropped (once, so one line): its index entry is no longer
+                    // refreshed, and recovery puts the job back once the key is fixed.
+                    crate::log_warn!(
+                        "job {}: cannot record its outcome: {}; the outcome is dropped: recovery puts the job back once the key is fixed",
+                        f.job.id,
+                        odd_detail(r.get(1).cloned().flatten())
+                    );
+                }
                 Ok(r) => crate::log_debug!(
                     "job {} recorded: {}",
                     f.job.id,
@@ -1403,6 +1423,13 @@ impl Loop {
         for (r, reply) in flight.releases.into_iter().rev().zip(replies.by_ref()) {
             match reply.and_then(|v| redis::from_redis_value::<String>(v).map_err(Into::into)) {
                 Ok(result) => crate::log_debug!("job {} handed back: {result}", r.job.id),
+                // As with an outcome: handed back again, it would fail again. Dropped
+                // (its lease expires; recovery puts it back once the key is fixed).
+                Err(e) if crate::error::is_wrong_type(&e) => crate::log_warn!(
+                    "job {}: cannot hand it back: {}; recovery puts the job back once the key is fixed",
+                    r.job.id,
+                    odd_detail(e.detail().map(str::to_string))
+                ),
                 Err(e) => {
                     crate::log_debug!("job {}: cannot hand it back: {e}", r.job.id);
                     error.get_or_insert(e);
@@ -1452,7 +1479,11 @@ impl Loop {
             }
         }
         match claim_reply {
-            Some(Ok(v)) => self.start_claimed(v, &flight.tags, flight.sent),
+            Some(Ok(v)) => {
+                if let Some(e) = self.start_claimed(v, &flight.tags, flight.sent) {
+                    error.get_or_insert(e);
+                }
+            }
             Some(Err(e)) => {
                 crate::log_debug!("claim failed: {e}");
                 error.get_or_insert(e);
@@ -1465,11 +1496,66 @@ impl Loop {
         error
     }
 
-    /// Hands claimed jobs to the slots.
-    fn start_claimed(&mut self, reply: Value, tags: &[String], sent: Instant) {
+    /// Hands claimed jobs to the slots. When every queue was skipped (their keys hold
+    /// other types), returns that as the error: the worker can do nothing (at
+    /// start-up it exits, see [`Link::settle`]).
+    fn start_claimed(
+        &mut self,
+        reply: Value,
+        tags: &[String],
+        sent: Instant,
+    ) -> Option<redis::RedisError> {
         let claimed = self.parse_claimed(reply, tags, sent);
         self.may_have_work = claimed.len() == tags.len();
         self.launch(claimed);
+        (self.skipped.len() == self.cycle.queues.len())
+            .then(|| self.skipped.first())
+            .flatten()
+            .map(|(_, why)| redis::make_extension_error("WRONGTYPE".into(), Some(why.clone())))
+    }
+
+    /// Notes the queues a claim skipped (`{pair, error, ...}`): one log line per change.
+    fn note_skipped(&mut self, reply: Option<Value>) {
+        let items: Vec<Value> = reply
+            .and_then(|v| redis::from_redis_value(v).ok())
+            .unwrap_or_default();
+        let mut skipped = Vec::new();
+        let mut items = items.into_iter();
+        while let (Some(pair), Some(why)) = (items.next(), items.next()) {
+            if let (Ok(pair), Ok(why)) = (
+                redis::from_redis_value::<usize>(pair),
+                redis::from_redis_value::<String>(why),
+            ) {
+                skipped.push((pair.saturating_sub(1), odd_detail(Some(why))));
+            }
+        }
+        if skipped == self.skipped {
+            return;
+        }
+        let names = |list: &[(usize, String)]| {
+            list.iter()
+                .filter_map(|(i, _)| self.cycle.queues.get(*i).map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let back: Vec<(usize, String)> = self
+            .skipped
+            .iter()
+            .filter(|(i, _)| !skipped.iter().any(|(j, _)| j == i))
+            .cloned()
+            .collect();
+        if !back.is_empty() {
+            crate::log_info!("worker: claiming from queue(s) {} again", names(&back));
+        }
+        if !skipped.is_empty() {
+            let why: Vec<&str> = skipped.iter().map(|(_, why)| why.as_str()).collect();
+            crate::log_warn!(
+                "worker: skipping queue(s) {}: {}; the other queues go on",
+                names(&skipped),
+                why.join("; ")
+            );
+        }
+        self.skipped = skipped;
     }
 
     /// The jobs of claim.lua's reply (and the cycle position it moved to).
@@ -1483,6 +1569,7 @@ impl Loop {
             .next()
             .and_then(|v| redis::from_redis_value::<u64>(v).ok())
             .unwrap_or(0);
+        self.note_skipped(items.next());
         // A claim sent since started where this one was expected to end; its reply
         // corrects the cursor in turn.
         if let (Some(Ok(cursor)), false) = (cursor, self.flights.iter().any(|f| !f.tags.is_empty()))

@@ -14,26 +14,32 @@
 --       id without ':'), which is checked, with all the others, before the first write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
 --       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes
+-- A queue whose keys hold other types is skipped (its positions in the cycle claim
+-- nothing), as dispatch.lua does: the other queues go on.
 -- Returns {next cursor, token of the first job (the others follow in order, +1 each)
---          or false, jobid1, schedule1 or false, pair1, jobid2, ...}
+--          or false, {pair, error, ...} of the queues skipped, jobid1, schedule1 or
+--          false, pair1, jobid2, ...}
 local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cycle = {}
 for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
 local pairs_count = (#KEYS - 4) / 3
-local checks = {KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string"}
-for i = 5, #KEYS, 3 do
-  for _, v in ipairs({KEYS[i], "list", KEYS[i + 1], "set", KEYS[i + 2], "string"}) do
-    checks[#checks + 1] = v
-  end
-end
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
 -- whole number well below 2^53 (or be missing).
-local bad = wrong_type(checks) or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string"})
+  or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
   or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
+local odd, skipped = {}, {}
 for pair = 1, pairs_count do
   bad = bad or bad_number(ARGV[5 + pair], 1, MAX_TTL, "lease time")
+  local i = 2 + 3 * pair
+  local e = wrong_type({KEYS[i], "list", KEYS[i + 1], "set", KEYS[i + 2], "string"})
+  if e then
+    odd[pair] = true
+    skipped[#skipped + 1] = pair
+    skipped[#skipped + 1] = e.err
+  end
 end
 if bad then
   return bad
@@ -45,7 +51,7 @@ local first_token = false
 -- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
 deferred_statuses = batch and {} or nil
-local out, popped = {false, false}, {}
+local out, popped = {false, false, skipped}, {}
 local indexed, ids = batch and {} or nil, batch and {} or nil
 local taken, misses = 0, 0
 
@@ -59,7 +65,7 @@ while taken < n and misses < #cycle do
   end
   cursor = cursor + run
   local queue = KEYS[2 + 3 * pair]
-  local jobs = redis.call("RPOP", queue, run) or {}
+  local jobs = (not odd[pair] and redis.call("RPOP", queue, run)) or {}
   if batch then
     popped[pair] = popped[pair] or {}
   end
@@ -74,14 +80,14 @@ while taken < n and misses < #cycle do
     later(popped[pair], "SREM", KEYS[3 + 3 * pair], jobid)
     later(indexed, "ZADD", KEYS[3], recover_at, jobid)
     set_status(KEYS[1], jobid, "WRK", now)
-    out[3 * taken] = jobid
+    out[3 * taken + 1] = jobid
     if batch then
       ids[taken] = jobid
-      out[3 * taken + 1] = false -- its schedule, read below for the whole batch
+      out[3 * taken + 2] = false -- its schedule, read below for the whole batch
     else
-      out[3 * taken + 1] = redis.call("HGET", KEYS[2], jobid)
+      out[3 * taken + 2] = redis.call("HGET", KEYS[2], jobid)
     end
-    out[3 * taken + 2] = pair
+    out[3 * taken + 3] = pair
   end
   -- Misses: the positions since the last job taken (the queue is empty after a
   -- short pop). A whole cycle of them and every queue is empty.
@@ -100,7 +106,7 @@ if batch and taken > 0 then
   chunked("ZADD", KEYS[3], indexed)
   flush_statuses(KEYS[1])
   for i, schedule in ipairs(chunked("HMGET", KEYS[2], ids)) do
-    out[3 * i + 1] = schedule
+    out[3 * i + 2] = schedule
   end
 end
 out[1] = cursor % #cycle

@@ -17,7 +17,8 @@
 --       timeline wake channel
 -- Returns one reply per job: {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), {"stale"} when
--- another worker holds the job, else {result}.
+-- another worker holds the job, {"odd", error} when its queue's keys hold other types
+-- (nothing is written for it; the other jobs are recorded), else {result}.
 
 local jobs = (#KEYS - 5) / 3
 local batch = jobs >= BATCH_FROM
@@ -108,13 +109,16 @@ end
 
 -- Everything that could fail, for every job, before the first write. (Leases are read
 -- with MGET, which takes a key of any type: only the holder of a lease deletes it.)
+-- A job whose queue's keys hold other types is skipped, not the whole batch: one odd
+-- key must not keep a worker from recording every other outcome.
 local seen = {}
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash",
   KEYS[5], "zset"}, seen)
+local odd = {}
 for i = 0, jobs - 1 do
-  bad = bad or wrong_type({KEYS[6 + 3 * i], "list", KEYS[7 + 3 * i], "set"}, seen)
-    or (ARGV[11 * i + 5] == "timeline"
-      and bad_number(ARGV[11 * i + 6], 0, MAX_UNIX, "due time"))
+  bad = bad or (ARGV[11 * i + 5] == "timeline"
+    and bad_number(ARGV[11 * i + 6], 0, MAX_UNIX, "due time"))
+  odd[i + 1] = wrong_type({KEYS[6 + 3 * i], "list", KEYS[7 + 3 * i], "set"}, seen)
 end
 if bad then
   return bad
@@ -140,16 +144,20 @@ for i = 0, jobs - 1 do
   k.queue, k.members, k.lease = KEYS[6 + 3 * i], KEYS[7 + 3 * i], KEYS[8 + 3 * i]
   k.lease_gone = false
   local a = 11 * i
-  local lease, current
-  if batch then
-    lease, current = leases[i + 1], schedules[i + 1]
+  if odd[i + 1] then
+    out[i + 1] = {"odd", odd[i + 1].err}
   else
-    lease = redis.call("MGET", k.lease)[1]
-    current = redis.call("HGET", k.schedules, ARGV[a + 1])
+    local lease, current
+    if batch then
+      lease, current = leases[i + 1], schedules[i + 1]
+    else
+      lease = redis.call("MGET", k.lease)[1]
+      current = redis.call("HGET", k.schedules, ARGV[a + 1])
+    end
+    out[i + 1] = finish(k, lease, current, ARGV[a + 1], ARGV[a + 2],
+      ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8],
+      ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
   end
-  out[i + 1] = finish(k, lease, current, ARGV[a + 1], ARGV[a + 2],
-    ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8],
-    ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
 end
 if batch then
   chunked("DEL", false, gone)

@@ -558,7 +558,7 @@ fn outcomes_finished_during_an_outage_are_written_after_it() {
 
 /// Runs an in-process worker of `queues` at `-j concurrency` on `t`'s Redis, running
 /// `f` per job, in a thread; request the returned handle's shutdown to end it.
-fn in_process<F>(
+pub fn in_process<F>(
     t: &Setup,
     queues: &str,
     concurrency: usize,
@@ -593,13 +593,13 @@ where
 }
 
 /// Queues one-off jobs `PREFIX0:A` .. in this order (the first is taken first).
-fn queue_in_order(t: &Setup, ids: &[String]) {
+pub fn queue_in_order(t: &Setup, ids: &[String]) {
     let rows: String = ids.iter().map(|id| format!("{id},NOW\n")).collect();
     std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
     bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
 }
 
-fn ids(prefix: &str, n: usize) -> Vec<String> {
+pub fn ids(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i:02}:A")).collect()
 }
 
