@@ -1506,9 +1506,12 @@ impl Loop {
         sent: Instant,
     ) -> Option<redis::RedisError> {
         let claimed = self.parse_claimed(reply, tags, sent);
-        self.may_have_work = claimed.len() == tags.len();
+        let none_left = self.skipped.len() == self.cycle.queues.len();
+        // While every queue is skipped, each round trip claims (and fails, backing
+        // off): one that did not would look like the failure ending.
+        self.may_have_work = claimed.len() == tags.len() || none_left;
         self.launch(claimed);
-        (self.skipped.len() == self.cycle.queues.len())
+        none_left
             .then(|| self.skipped.first())
             .flatten()
             .map(|(_, why)| redis::make_extension_error("WRONGTYPE".into(), Some(why.clone())))
@@ -1544,10 +1547,13 @@ impl Loop {
             .filter(|(i, _)| !skipped.iter().any(|(j, _)| j == i))
             .cloned()
             .collect();
-        if !back.is_empty() {
+        // Every queue skipped is the claim's failure, which the link logs (as it logs
+        // the end of it): these lines are for some queues skipped among others.
+        let all = self.cycle.queues.len();
+        if !back.is_empty() && self.skipped.len() < all {
             crate::log_info!("worker: claiming from queue(s) {} again", names(&back));
         }
-        if !skipped.is_empty() {
+        if !skipped.is_empty() && skipped.len() < all {
             let why: Vec<&str> = skipped.iter().map(|(_, why)| why.as_str()).collect();
             crate::log_warn!(
                 "worker: skipping queue(s) {}: {}; the other queues go on",
