@@ -7,21 +7,11 @@
 //! and from a watcher that samples which runs are alive, that no two runs of one job
 //! were alive at once, and that the job ran again after the first worker fenced it.
 
-use std::{
-    collections::HashMap,
-    path::PathBuf,
-    process::Child,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc, Mutex,
-    },
-    thread,
-    time::Duration,
-};
+use std::{collections::HashMap, path::PathBuf, process::Child, thread, time::Duration};
 
 use redis::Commands;
 
-use crate::harness::*;
+use crate::{harness::*, liveness::Watch};
 
 /// The job: records `start ID PID PPID TOKEN TIME` and `end ID PID TIME [term]` (a
 /// SIGTERM ends it at once, recorded). `long*` runs 60 s; `lease*` records whether
@@ -153,60 +143,9 @@ fn parse_runs(log: &str) -> Vec<Run> {
     runs
 }
 
-/// Whether `pid` is a live (not zombie) run of the job script.
-fn alive(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    state.flatten().is_some_and(|s| s != 'Z')
-        && String::from_utf8_lossy(&cmdline).contains("fence.sh")
-}
-
-/// Samples every 20 ms which runs are alive; records the most runs of one job alive
-/// at once.
-struct Watch {
-    stop: Arc<AtomicBool>,
-    most: Arc<Mutex<HashMap<String, usize>>>,
-    thread: Option<thread::JoinHandle<()>>,
-}
-
-impl Watch {
-    fn start(log: PathBuf) -> Watch {
-        let stop = Arc::new(AtomicBool::new(false));
-        let most = Arc::new(Mutex::new(HashMap::new()));
-        let (s, m) = (Arc::clone(&stop), Arc::clone(&most));
-        let thread = thread::spawn(move || {
-            while !s.load(Ordering::SeqCst) {
-                let runs = parse_runs(&std::fs::read_to_string(&log).unwrap_or_default());
-                let mut now: HashMap<String, usize> = HashMap::new();
-                for r in runs.iter().filter(|r| alive(r.pid)) {
-                    *now.entry(r.id.clone()).or_default() += 1;
-                }
-                let mut most = m.lock().unwrap();
-                for (id, n) in now {
-                    let e = most.entry(id).or_insert(0);
-                    *e = (*e).max(n);
-                }
-                drop(most);
-                thread::sleep(Duration::from_millis(20));
-            }
-        });
-        Watch {
-            stop,
-            most,
-            thread: Some(thread),
-        }
-    }
-
-    /// The most runs of one job seen alive at once.
-    fn most(mut self) -> usize {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let most = self.most.lock().unwrap();
-        most.values().copied().max().unwrap_or(0)
-    }
+/// A watcher of the runs' liveness (see [`Watch`]).
+fn watch(t: &Fence) -> Watch {
+    Watch::start(t.log(), "fence.sh", 2, Duration::from_secs(120))
 }
 
 /// From the records: every run of a job ended before the next one started.
@@ -244,7 +183,7 @@ fn fenced_and_run_again(t: &Fence, url: &str, cut: impl FnOnce(&Child), mend: im
     let disp = t.dispatcher();
     let w1 = t.worker(url, &[], &["--grace", "1"]);
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
-    let watch = Watch::start(t.log());
+    let watch = watch(t);
     let w2 = t.worker(&t.s.url(), &[], &["--grace", "1"]);
     // w2 is up (and has found the queue empty) before w1 is cut.
     thread::sleep(Duration::from_millis(500));
@@ -255,7 +194,7 @@ fn fenced_and_run_again(t: &Fence, url: &str, cut: impl FnOnce(&Child), mend: im
     thread::sleep(Duration::from_secs(2));
     mend(w1.child());
     thread::sleep(Duration::from_secs(2));
-    let most = watch.most();
+    let most = watch.stop().most;
     let runs = t.runs();
     assert!(again, "the job did not run again: {runs:?}");
     assert_eq!(most, 1, "two runs alive at once: {runs:?}");
@@ -334,7 +273,7 @@ fn back_before_recovery(schedule: &str) {
     // Grace 3 s: fenced 3 s after the last confirmation, recoverable only after 8 s.
     let w = t.worker(&t.s.url(), &[], &["--grace", "3"]);
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
-    let watch = Watch::start(t.log());
+    let watch = watch(&t);
     signal(w.child(), libc::SIGSTOP);
     // The guard stops the job (SIGTERM) while the worker is frozen.
     assert!(
@@ -351,7 +290,7 @@ fn back_before_recovery(schedule: &str) {
     // Put back per its schedule (CONTINUE, failure-delay 1 s; a one-off cut short, into
     // its queue): it runs again.
     assert!(wait_until(10.0, || t.runs().len() >= 2), "not run again");
-    assert_eq!(watch.most(), 1);
+    assert_eq!(watch.stop().most, 1);
     one_at_a_time(&t.runs());
     let status: String = t.s.con().hget("t-statuses", "long:A").unwrap();
     assert!(!status.starts_with("REC"), "{status}");
@@ -377,10 +316,10 @@ fn the_running_index_ignores_the_machines_clocks() {
     let w1 = t.worker(&t.s.url(), &[("REDBIKE_TEST_CLOCK_SKEW", "-60")], &[]);
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
     let w2 = t.worker(&t.s.url(), &[("REDBIKE_TEST_CLOCK_SKEW", "60")], &[]);
-    let watch = Watch::start(t.log());
+    let watch = watch(&t);
     // Longer than the recovery delay: a live worker's job is never recovered.
     thread::sleep(Duration::from_secs(12));
-    assert_eq!(watch.most(), 1);
+    assert_eq!(watch.stop().most, 1);
     let runs = t.runs();
     assert_eq!(
         runs.len(),

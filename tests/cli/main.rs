@@ -13,6 +13,7 @@ mod harness;
 mod hazards;
 mod interop;
 mod jitter;
+mod liveness;
 mod oneoff;
 mod operator;
 mod ops;

@@ -5,14 +5,18 @@
 //! ```
 //!
 //! A few hundred jobs on `FREQ=SECONDLY` and CONTINUE schedules (a few of them running
-//! 3 s), and one-off jobs of a second each (NOW, past AT, AT spread over the chaos, and
+//! 3 s; a few 15 s and a few 60 s ignoring SIGTERM: longer than the recovery delay, so
+//! that a worker frozen or cut off for longer must fence them, escalating to SIGKILL for
+//! the latter, whose runs thus mostly end unrecorded), and one-off jobs of a second each (NOW, past AT, AT spread over the chaos, and
 //! NOW set during it), two dispatchers, three workers with `-j 4` (the first reaching
 //! Redis through a proxy), random SIGKILLs and restarts of dispatchers and workers,
 //! random SIGSTOP / SIGCONT pauses of workers and partitions of the proxy (1 to 15 s:
 //! often longer than the recovery delay, so the paused or cut-off worker must fence its
 //! jobs), and one Redis restart (appendonly on). Each job logs its start and end (a
-//! SIGTERM ends it at once, logged as such). At the end it prints and checks:
-//! concurrent runs of one job (0), jobs out of circulation (0), one-offs that never
+//! SIGTERM ends it at once, logged as such); a watcher samples which of the logged runs
+//! are alive (a run killed by SIGKILL logs no end). At the end it prints and checks:
+//! concurrent runs of one job among the completed runs (0) and among the runs alive at
+//! once (at most 1 per job), jobs out of circulation (0), one-offs that never
 //! completed a run (0), and that `redbike check` reports clean.
 
 use std::{
@@ -21,16 +25,19 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{dispatch::finish, harness::*, work::Setup};
+use crate::{dispatch::finish, harness::*, liveness::Watch, work::Setup};
 
-/// The soak's job: quick (`long*`: 3 s; one-offs: 1 s, so that the kills, pauses and
-/// partitions find some of them running or claimed), logs start and end with its own
-/// pid; an end by SIGTERM is marked `term`.
+/// The soak's job: quick (`long*`: 3 s; `slow*`: 15 s; `deaf*`: 60 s, ignoring
+/// SIGTERM; one-offs: 1 s, so that the kills, pauses and partitions find some of them
+/// running or claimed), logs start and end with its own pid; an end by SIGTERM is
+/// marked `term`.
 const SOAK_JOB: &str = r#"#!/bin/sh
 echo "start $1 $(date +%s.%N) $$" >> "$TEST_LOG"
 trap 'echo "end $1 $(date +%s.%N) $$ term" >> "$TEST_LOG"; exit 143' TERM
 case "$1" in
   long*) sleep 3 & wait;;
+  slow*) sleep 15 & wait;;
+  deaf*) trap '' TERM; sleep 60 & wait;;
   now*|past*|soon*|late*) sleep 1 & wait;;
   *) i=0; while [ $i -lt 200 ]; do i=$((i+1)); done;;
 esac
@@ -207,6 +214,10 @@ fn chaos_soak() {
     for i in 0..8 {
         rows.push_str(&format!("long{i}:{},CONTINUE\n", ["A", "B"][i % 2]));
     }
+    for i in 0..4 {
+        rows.push_str(&format!("slow{i}:{},CONTINUE\n", ["A", "B"][i % 2]));
+        rows.push_str(&format!("deaf{i}:{},CONTINUE\n", ["A", "B"][i % 2]));
+    }
     // One-offs: queued at once, due already, and due during the chaos.
     let mut one_offs: Vec<String> = Vec::new();
     let t0 = now();
@@ -237,6 +248,8 @@ fn chaos_soak() {
         workers: Vec::new(),
         kills: 0,
     };
+    // Bounded: the chaos, the calm and the HALT with time to spare.
+    let watch = Watch::start(t.log(), "soak.sh", 3, Duration::from_secs(seconds + 300));
     fleet.dispatchers = (0..2).map(|_| fleet.dispatcher()).collect();
     fleet.workers = (0..3).map(|i| fleet.worker(i)).collect();
     let mut rng = Lcg(42);
@@ -271,6 +284,7 @@ fn chaos_soak() {
     for c in fleet.workers.drain(..).chain(fleet.dispatchers.drain(..)) {
         assert_eq!(finish(c, 20.0).0, Some(0));
     }
+    let alive = watch.stop();
     bike(&t.s, t.d.path()).args(["control", "RESUME"]).ok();
     let log = std::fs::read_to_string(t.log()).unwrap();
     let (runs, concurrent, per_job) = overlaps(&log);
@@ -302,7 +316,20 @@ fn chaos_soak() {
         fleet.kills, fleet.pauses, fleet.partitions
     );
     println!("soak: {runs} completed runs of {} jobs", per_job.len());
-    println!("soak: concurrent runs of one job: {concurrent}");
+    println!("soak: concurrent runs of one job (completed runs): {concurrent}");
+    println!(
+        "soak: most runs of one job alive at once: {} ({} samples; jobs with two: {:?})",
+        alive.most, alive.samples, alive.overlaps
+    );
+    let long_runs = |p: &str| log.lines().filter(|l| l.starts_with(p)).count();
+    println!(
+        "soak: slow and deaf runs: {} started, {} ended (slow ones by SIGTERM: {}; the others were killed)",
+        long_runs("start slow") + long_runs("start deaf"),
+        long_runs("end slow") + long_runs("end deaf"),
+        log.lines()
+            .filter(|l| l.starts_with("end slow") && l.ends_with(" term"))
+            .count()
+    );
     println!(
         "soak: jobs that did not run during the calm (out of circulation): {}",
         stalled.len()
@@ -326,8 +353,15 @@ fn chaos_soak() {
         check.stderr.trim()
     );
     assert!(never_ran.is_empty(), "one-offs never ran: {never_ran:?}");
-    assert_eq!(per_job.len(), 308 + one_offs.len(), "every job ran");
+    // The slow and deaf jobs may be cut short each time: not counted.
+    let quick = per_job
+        .keys()
+        .filter(|id| !id.starts_with("slow") && !id.starts_with("deaf"))
+        .count();
+    assert_eq!(quick, 308 + one_offs.len(), "every job ran");
     assert_eq!(concurrent, 0);
+    assert!(!alive.expired, "the liveness watcher ran out of time");
+    assert_eq!(alive.most, 1, "{:?}", alive.overlaps);
     assert!(stalled.is_empty(), "{stalled:?}");
     assert_eq!(check.code, 0, "{}", check.stdout);
 }
