@@ -9,7 +9,7 @@ use std::sync::Arc;
 use redbike::{
     config::{Config, Overrides},
     shutdown::Shutdown,
-    worker::{self, FnWorker, Outcome, Settings},
+    work::{self, FnWorker, Outcome, Settings},
 };
 
 fn main() -> anyhow::Result<()> {
@@ -28,7 +28,7 @@ fn main() -> anyhow::Result<()> {
     })?;
     let shutdown = Shutdown::new();
     shutdown.install_signals(false)?;
-    worker::run(
+    work::run(
         &config,
         Arc::new(worker),
         Settings::from_config(&config),

@@ -17,7 +17,7 @@ use crate::limits;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
-use crate::output::Limits;
+use crate::work::output::Limits;
 
 /// The file read when no config file is named and it exists.
 pub const DEFAULT_CONFIG_FILE: &str = ".redbike.conf";
@@ -285,7 +285,7 @@ impl Config {
         // The file's own values are checked even when a flag or the environment beats
         // them: a broken file must not pass in one shell and fail in the next.
         check_prefix(&config.prefix)?;
-        crate::topology::Topology::of(&config)?;
+        crate::redis::topology::Topology::of(&config)?;
         if let Some(url) = &overrides.redis_url {
             // A URL names one server and its auth; the file's TLS settings and write
             // acknowledgement settings still apply (a URL cannot name them).
@@ -306,7 +306,7 @@ impl Config {
             config.prefix = prefix.clone();
         }
         check_prefix(&config.prefix)?;
-        crate::topology::Topology::of(&config)?;
+        crate::redis::topology::Topology::of(&config)?;
         Ok(config)
     }
 
@@ -362,7 +362,7 @@ impl Config {
             .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
             .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
         {
-            if let Some(why) = crate::keys::queue_collision(name) {
+            if let Some(why) = crate::redis::keys::queue_collision(name) {
                 return Err(ConfigError::Value {
                     key,
                     message: format!("queue name {name:?} cannot be used: {why}"),

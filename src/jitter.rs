@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use chrono_tz::Tz;
 
 use crate::{
-    keys::queue_of,
+    redis::keys::queue_of,
     schedule::{Placement, RuleError, Schedule},
 };
 
@@ -56,7 +56,9 @@ pub fn placement(
     Ok(match schedule.placement(after - offset, tz)? {
         // An occurrence shifted past the last representable second has ended, like
         // one past it unshifted.
-        Placement::Timeline(ts) if ts + offset > crate::timestamp::MAX_UNIX => Placement::Stop,
+        Placement::Timeline(ts) if ts + offset > crate::schedule::timestamp::MAX_UNIX => {
+            Placement::Stop
+        }
         Placement::Timeline(ts) => Placement::Timeline(ts + offset),
         other => other,
     })
@@ -69,7 +71,7 @@ mod tests {
     #[test]
     fn a_run_shifted_past_the_year_9999_ends_the_schedule() {
         let rule = Schedule::parse("FREQ=YEARLY;BYMONTH=12;BYMONTHDAY=31;BYHOUR=23").unwrap();
-        let after = crate::timestamp::MAX_UNIX - 2 * 86_400;
+        let after = crate::schedule::timestamp::MAX_UNIX - 2 * 86_400;
         assert_eq!(
             placement(&rule, after, Tz::UTC, 86_399).unwrap(),
             Placement::Stop

@@ -1,6 +1,6 @@
 //! Validation of job ids given by operators (command line and CSV files).
 
-use crate::keys::{queue_collision, queue_of};
+use crate::redis::keys::{queue_collision, queue_of};
 
 /// The longest job id accepted, in bytes. Redis would take more, but an id this long is a
 /// mistake, and every key and log line carries it.

@@ -3,41 +3,58 @@
 //! The library holds everything the `redbike` binary does; `main.rs` only calls
 //! [`cli::run`]. It shares its Redis layout with the Python redbike 0.13.1, so both
 //! can serve one prefix at the same time.
+//!
+//! # Layout
+//!
+//! - `cli/`: the clap definitions and one function per subcommand (`cli/mod.rs`); the
+//!   long help texts the man pages are made from (`cli/help.rs`).
+//! - `redis/`: reaching Redis. The topology (standalone, Sentinel, Cluster) in
+//!   `topology.rs`; connecting in `store.rs` (`connect`, `reach`, `with_store`), with
+//!   retries and backoff in `retry.rs`; the connection a long-running loop keeps, and
+//!   reconnects after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
+//!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`;
+//!   the Redis settings that lose jobs in `hazards.rs`. The Redis URL, its settings and
+//!   password masking are still in the top-level `config.rs`.
+//! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
+//!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
+//!   them. Their callers: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
+//!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `skip.lua` in
+//!   `dispatch/catchup.rs`; `recover.lua`, `sweep.lua` in `dispatch/recovery.rs`;
+//!   `claim.lua`, `refresh.lua`, `release.lua`, `finish.lua` in `work/mod.rs`;
+//!   `repair.lua` in `operator/check.rs`.
+//! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
+//!   `dispatch/dispatcher.rs` (one `pass` moves due jobs into their queues); catch-up
+//!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
+//!   (`recovery.rs`), the timefile (`timefile.rs`).
+//! - `work/`: `redbike work`. Everything in `work/mod.rs` for now: the public API (`Job`,
+//!   `Outcome`, the `Worker` job-runner trait, `Settings`), the worker loop (`run` and
+//!   `Loop`), the claim logic (`Cycle`, `Loop::wanted`, `claim_invocation`, with
+//!   `claim.lua`), and the after-run policy (`decide`, `decide_recovery`), which moves to
+//!   its own `src/policy.rs` next. Beside it: the claimed jobs shared with the slot
+//!   threads (`pool.rs`), the command runner (`runner.rs`), spawning (`spawn.rs`), job
+//!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
+//! - `operator/`: commands that read or repair a prefix: `check.rs`, `stats.rs`,
+//!   `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`,
+//!   and CSV reading and writing (`csvio.rs`).
+//! - `schedule/`: the schedule language: RRULEs (`rule`), cron lines (`cron`), unix
+//!   times and ISO timestamps (`timestamp.rs`).
+//! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
+//!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings (`limits.rs`),
+//!   the status codes (`status.rs`), job ids (`jobid.rs`), and per-queue jitter
+//!   (`jitter.rs`, used by dispatch, work and load alike).
 #![deny(missing_docs)]
 
-pub mod backup;
-pub mod catchup;
-pub mod check;
 pub mod cli;
 pub mod config;
-pub mod csvio;
-pub mod dispatcher;
+pub mod dispatch;
 pub mod error;
-pub mod guard;
-pub mod hazards;
-pub mod help;
 pub mod jitter;
 pub mod jobid;
-pub mod keys;
 pub mod limits;
-pub mod link;
-pub mod listener;
-pub mod loader;
 pub mod log;
-pub mod output;
-pub mod ping;
-mod pool;
-pub mod recovery;
-pub mod retry;
-pub mod runner;
+pub mod operator;
+pub mod redis;
 pub mod schedule;
-pub mod scripts;
 pub mod shutdown;
-pub mod spawn;
-pub mod stats;
 pub mod status;
-pub mod store;
-pub mod timefile;
-pub mod timestamp;
-pub mod topology;
-pub mod worker;
+pub mod work;

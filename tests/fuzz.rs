@@ -22,10 +22,10 @@ use chrono_tz::Tz;
 use proptest::{prelude::*, test_runner::Config};
 use redbike::{
     config::mask_url,
-    csvio::{read_schedules_from, SortedCsv},
     jobid,
+    operator::csvio::{read_schedules_from, SortedCsv},
+    schedule::timestamp::{self, MAX_UNIX},
     schedule::{Rule, Schedule},
-    timestamp::{self, MAX_UNIX},
 };
 
 /// `cases` unless `$PROPTEST_CASES` says otherwise.

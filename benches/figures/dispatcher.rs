@@ -7,7 +7,9 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use redbike::{csvio, dispatcher, keys::Keys, loader, store::Store};
+use redbike::{
+    dispatch::dispatcher, operator::csvio, operator::loader, redis::keys::Keys, redis::store::Store,
+};
 use redis::Commands;
 
 use super::{ensure_count, percentile, settled, wait_for, Ctx, Idle, COMMAND_TIMEOUT};
@@ -69,7 +71,7 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
     let rows = csvio::read_schedules(file)?;
     let items = loader::plan(
         &rows,
-        redbike::timestamp::now(),
+        redbike::schedule::timestamp::now(),
         chrono_tz::Tz::UTC,
         &Default::default(),
         "bench",
@@ -81,7 +83,7 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
         keys: &keys,
     };
     let t = Instant::now();
-    let probe = redbike::hazards::Probe::default();
+    let probe = redbike::redis::hazards::Probe::default();
     loader::load(&mut store, &items, &probe)?;
     let write = t.elapsed().as_secs_f64();
     Ok(vec![
@@ -161,7 +163,7 @@ fn fill_queue(ctx: &Ctx, prefix: &str, queue: &str) -> Result<()> {
 /// past score and HSET schedule STOP.
 fn place_due(ctx: &Ctx, prefix: &str) -> Result<()> {
     let mut con = ctx.server.con()?;
-    let past = redbike::timestamp::now() - 10;
+    let past = redbike::schedule::timestamp::now() - 10;
     let (timeline, schedules) = (format!("{prefix}-timeline"), format!("{prefix}-schedules"));
     for start in (0..ctx.n).step_by(SETUP_BATCH) {
         let mut pipe = redis::pipe();
@@ -185,7 +187,7 @@ pub fn dispatch_due(ctx: &Ctx) -> Result<Vec<Measurement>> {
         keys: &keys,
     };
     let t = Instant::now();
-    let pass = dispatcher::pass(&mut store, redbike::timestamp::now())?;
+    let pass = dispatcher::pass(&mut store, redbike::schedule::timestamp::now())?;
     let secs = t.elapsed().as_secs_f64();
     ensure_count("jobs taken by the pass", pass.taken, ctx.n)?;
     let queued: usize = con.llen("bdue-work-A")?;
@@ -196,7 +198,7 @@ pub fn dispatch_due(ctx: &Ctx) -> Result<Vec<Measurement>> {
         n / secs,
         "jobs/s",
         format!(
-            "in-process redbike::dispatcher::pass moving {} due jobs into queue A: {secs:.3} s",
+            "in-process redbike::dispatch::dispatcher::pass moving {} due jobs into queue A: {secs:.3} s",
             ctx.n
         ),
     )

@@ -18,11 +18,11 @@ use std::{
 use anyhow::{bail, ensure, Context, Result};
 use redbike::{
     config::{Config, Overrides},
-    keys::Keys,
+    redis::keys::Keys,
+    redis::store::{PlaceItem, Store},
     schedule::{Placement, Schedule},
     shutdown::Shutdown,
-    store::{PlaceItem, Store},
-    worker::{self, FnWorker, Job, Outcome, Settings, Worker},
+    work::{self, FnWorker, Job, Outcome, Settings, Worker},
 };
 use redis::Commands;
 
@@ -133,7 +133,7 @@ fn queue_now_jobs(ctx: &Ctx, prefix: &str, n: usize) -> Result<()> {
         con: &mut con,
         keys: &keys,
     }
-    .place_many(&items, redbike::timestamp::now(), &mut 0)?;
+    .place_many(&items, redbike::schedule::timestamp::now(), &mut 0)?;
     ensure_count("jobs in queue A", con.llen(keys.queue("A"))?, n)
 }
 
@@ -151,7 +151,7 @@ fn ensure_all_stopped(con: &mut redis::Connection, prefix: &str, n: usize) -> Re
 
 /// One drain of queued jobs by an in-process worker.
 struct InprocRun {
-    /// Seconds from calling `worker::run` until it returned (every outcome written).
+    /// Seconds from calling `work::run` until it returned (every outcome written).
     secs: f64,
     /// Seconds from the first job's start until it returned.
     from_first: f64,
@@ -207,7 +207,7 @@ impl Worker for Counted {
 }
 
 /// Drains `n` queued one-off jobs with an in-process worker at concurrency `j` running
-/// `jobs`; the n-th job asks the worker to stop. (`worker::run` blocks SIGCHLD in its
+/// `jobs`; the n-th job asks the worker to stop. (`work::run` blocks SIGCHLD in its
 /// threads, so that jobs which spawn processes cannot interrupt its Redis reads.)
 fn inproc_run(ctx: &Ctx, n: usize, j: usize, jobs: Jobs) -> Result<InprocRun> {
     const PREFIX: &str = "binproc";
@@ -257,7 +257,7 @@ fn inproc_run(ctx: &Ctx, n: usize, j: usize, jobs: Jobs) -> Result<InprocRun> {
     let (t, result, end) = thread::scope(|s| {
         s.spawn(|| {
             let t = Instant::now();
-            let result = worker::run(&config, counted.clone(), settings, &shutdown);
+            let result = work::run(&config, counted.clone(), settings, &shutdown);
             Ok::<_, anyhow::Error>((t, result, Instant::now()))
         })
         .join()
@@ -300,7 +300,7 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
                 "jobs/s",
                 format!(
                     "in-process FnWorker (closure returns Success) at -j {j} draining {} \
-                     queued NOW jobs: {:.3} s from worker::run to its return with every \
+                     queued NOW jobs: {:.3} s from work::run to its return with every \
                      outcome written ({:.0} jobs/s from the first job's start); all STP \
                      after; {calls} script calls (claim.lua and finish.lua, at most one of each \
                      per round trip), {:.1} jobs each; Redis ran \
@@ -775,7 +775,7 @@ fn binary_start(
             con: &mut setter,
             keys: &keys,
         }
-        .place(&now_item(&id), redbike::timestamp::now())?;
+        .place(&now_item(&id), redbike::schedule::timestamp::now())?;
         let at = stamps.recv(&id)?;
         out.push(at.saturating_sub(t0) as f64 / 1e6);
         wait_stopped(&mut con, &keys, &id)?;
@@ -846,7 +846,7 @@ fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
     let shutdown = Shutdown::new();
     let running = {
         let shutdown = shutdown.clone();
-        thread::spawn(move || worker::run(&config, Arc::new(worker), settings, &shutdown))
+        thread::spawn(move || work::run(&config, Arc::new(worker), settings, &shutdown))
     };
     let measured = (|| -> Result<Vec<f64>> {
         thread::sleep(Duration::from_secs(1));
@@ -861,7 +861,7 @@ fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
                 con: &mut setter,
                 keys: &keys,
             }
-            .place(&now_item(&id), redbike::timestamp::now())?;
+            .place(&now_item(&id), redbike::schedule::timestamp::now())?;
             let (got, at) = rx
                 .recv_timeout(Duration::from_secs(5))
                 .with_context(|| format!("{id} did not start within 5 s"))?;

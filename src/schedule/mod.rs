@@ -5,10 +5,10 @@ pub mod cron;
 pub mod rule;
 #[cfg(test)]
 mod testing;
+pub mod timestamp;
 
 use chrono_tz::Tz;
 
-use crate::timestamp;
 pub use cron::{Cron, CronError};
 pub use rule::{Rule, RuleError};
 

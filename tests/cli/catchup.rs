@@ -120,7 +120,7 @@ fn catch_up_after_an_outage_measures_lateness_from_now() {
 /// Calls the skip script for `late:S` as the dispatcher would, having read `score`
 /// and `schedule`.
 fn skip_script(s: &RedisServer, score: &str, schedule: &str) -> redis::RedisResult<String> {
-    redbike::scripts::SKIP
+    redbike::redis::scripts::SKIP
         .key("t-timeline")
         .key("t-statuses")
         .key("t-failures")

@@ -568,12 +568,12 @@ pub fn in_process<F>(
     std::thread::JoinHandle<redbike::error::Result<()>>,
 )
 where
-    F: Fn(&redbike::worker::Job) -> redbike::worker::Outcome + Send + Sync + 'static,
+    F: Fn(&redbike::work::Job) -> redbike::work::Outcome + Send + Sync + 'static,
 {
     use redbike::{
         config::{Config, Overrides},
         shutdown::Shutdown,
-        worker::{self, FnWorker, Settings},
+        work::{self, FnWorker, Settings},
     };
     let config = Config::load(&Overrides {
         config: None,
@@ -587,7 +587,7 @@ where
     let th = std::thread::spawn(move || {
         let mut settings = Settings::from_config(&config);
         settings.concurrency = concurrency;
-        worker::run(&config, std::sync::Arc::new(w), settings, &handle)
+        work::run(&config, std::sync::Arc::new(w), settings, &handle)
     });
     (shutdown, th)
 }
@@ -605,7 +605,7 @@ pub fn ids(prefix: &str, n: usize) -> Vec<String> {
 
 #[test]
 fn in_process_worker_runs_closures() {
-    use redbike::worker::Outcome;
+    use redbike::work::Outcome;
     use std::sync::{atomic::AtomicUsize, atomic::Ordering, Arc};
     let t = Setup::new();
     t.set("a:A", "CONTINUE");
@@ -631,7 +631,7 @@ fn in_process_worker_runs_closures() {
 /// (two round trips in flight); the claims still follow the weighting exactly.
 #[test]
 fn claims_in_flight_keep_the_weighting() {
-    use redbike::worker::Outcome;
+    use redbike::work::Outcome;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
     let ids: Vec<String> = (0..100)
@@ -663,7 +663,7 @@ fn claims_in_flight_keep_the_weighting() {
 /// of their queue, in order, when it stops: as if never claimed, none lost or leased.
 #[test]
 fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
-    use redbike::worker::Outcome;
+    use redbike::work::Outcome;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
     let all = ids("a", 40);
@@ -724,7 +724,7 @@ fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
 /// but for one stopped (`set STOP`) while it was held, which stays stopped.
 #[test]
 fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
-    use redbike::worker::Outcome;
+    use redbike::work::Outcome;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
     let mut all = ids("a", 6);
@@ -834,7 +834,7 @@ fn a_stopped_worker_leaves_every_job_run_or_queued() {
 /// one call each, in chunks) lease, run and record every job once, with its own schedule.
 #[test]
 fn batches_larger_than_a_script_chunk_are_claimed_and_recorded_whole() {
-    use redbike::worker::Outcome;
+    use redbike::work::Outcome;
     use std::collections::HashMap;
     use std::sync::{Arc, Condvar, Mutex};
     const SLOTS: usize = 1100;

@@ -1,4 +1,4 @@
-//! Scripts never write half-way: every script in src/lua/ checks the type of each key it
+//! Scripts never write half-way: every script in src/redis/scripts/ checks the type of each key it
 //! touches (and the numbers it is given) before its first write, since Redis does not
 //! roll a script back when a command in it fails. Each script is run here with each of
 //! its keys replaced in turn by a key of another type: it must answer one clear error
@@ -9,7 +9,7 @@ use redis::{Commands, Script};
 
 use crate::harness::*;
 
-const COMMON: &str = include_str!("../../src/lua/common.lua");
+const COMMON: &str = include_str!("../../src/redis/scripts/common.lua");
 
 fn script(body: &str) -> Script {
     Script::new(&format!("{COMMON}{body}"))
@@ -100,14 +100,14 @@ fn calls() -> Vec<Call> {
     };
     let mut place_many = call(
         "place_many",
-        include_str!("../../src/lua/place_many.lua"),
+        include_str!("../../src/redis/scripts/place_many.lua"),
         &[SCHEDULES, STATUSES, TIMELINE],
         &["t", "1700000000", "j:A", "STOP", "enqueue", "0", "NOW"],
     );
     place_many.touched = vec![QUEUE, MEMBERS];
     let own = call(
         "place (job named as its queue)",
-        include_str!("../../src/lua/place.lua"),
+        include_str!("../../src/redis/scripts/place.lua"),
         &[
             SCHEDULES,
             STATUSES,
@@ -121,7 +121,7 @@ fn calls() -> Vec<Call> {
     vec![
         call(
             "place",
-            include_str!("../../src/lua/place.lua"),
+            include_str!("../../src/redis/scripts/place.lua"),
             &job,
             &[
                 "j:A",
@@ -138,19 +138,19 @@ fn calls() -> Vec<Call> {
         place_many,
         call(
             "unset",
-            include_str!("../../src/lua/unset.lua"),
+            include_str!("../../src/redis/scripts/unset.lua"),
             &[SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, FAILURES],
             &["j:A"],
         ),
         call(
             "dispatch",
-            include_str!("../../src/lua/dispatch.lua"),
+            include_str!("../../src/redis/scripts/dispatch.lua"),
             &[TIMELINE, STATUSES, CONTROL, LEASES],
             &["t", "1700000000", "1000", "1700000000"],
         ),
         call(
             "claim",
-            include_str!("../../src/lua/claim.lua"),
+            include_str!("../../src/redis/scripts/claim.lua"),
             &[
                 STATUSES,
                 SCHEDULES,
@@ -164,19 +164,19 @@ fn calls() -> Vec<Call> {
         ),
         call(
             "refresh",
-            include_str!("../../src/lua/refresh.lua"),
+            include_str!("../../src/redis/scripts/refresh.lua"),
             &[LEASES],
             &["10", "x:A"],
         ),
         call(
             "release",
-            include_str!("../../src/lua/release.lua"),
+            include_str!("../../src/redis/scripts/release.lua"),
             &with(&[LEASES]),
             &["j:A", "tag", "1700000000", "w"],
         ),
         call(
             "finish",
-            include_str!("../../src/lua/finish.lua"),
+            include_str!("../../src/redis/scripts/finish.lua"),
             &[
                 SCHEDULES, STATUSES, TIMELINE, FAILURES, LEASES, QUEUE, MEMBERS,
             ],
@@ -196,7 +196,7 @@ fn calls() -> Vec<Call> {
         ),
         call(
             "recover",
-            include_str!("../../src/lua/recover.lua"),
+            include_str!("../../src/redis/scripts/recover.lua"),
             &with(&[FAILURES, LEASES]),
             &[
                 "j:A",
@@ -212,7 +212,7 @@ fn calls() -> Vec<Call> {
         ),
         call(
             "repair",
-            include_str!("../../src/lua/repair.lua"),
+            include_str!("../../src/redis/scripts/repair.lua"),
             &with(&[FAILURES]),
             &["wrong-queue", "j:A", "", "1700000000", ""],
         ),
@@ -300,10 +300,10 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
         let mut c = Call {
             name: by(name).name,
             script: script(match name {
-                "claim" => include_str!("../../src/lua/claim.lua"),
-                "place" => include_str!("../../src/lua/place.lua"),
-                "place_many" => include_str!("../../src/lua/place_many.lua"),
-                _ => include_str!("../../src/lua/finish.lua"),
+                "claim" => include_str!("../../src/redis/scripts/claim.lua"),
+                "place" => include_str!("../../src/redis/scripts/place.lua"),
+                "place_many" => include_str!("../../src/redis/scripts/place_many.lua"),
+                _ => include_str!("../../src/redis/scripts/finish.lua"),
             }),
             keys: by(name).keys.clone(),
             args: by(name).args.clone(),
@@ -329,7 +329,7 @@ fn read_only_scripts_take_odd_members_keys_in_their_stride() {
     let s = RedisServer::start();
     seed(&s);
     plant(&s, MEMBERS.0, MEMBERS.1);
-    let places: Vec<redis::Value> = script(include_str!("../../src/lua/places.lua"))
+    let places: Vec<redis::Value> = script(include_str!("../../src/redis/scripts/places.lua"))
         .key(TIMELINE.0)
         .key(STATUSES.0)
         .arg("t")
@@ -338,7 +338,7 @@ fn read_only_scripts_take_odd_members_keys_in_their_stride() {
         .unwrap();
     assert_eq!(places.len(), 5);
     assert_eq!(places[1], redis::Value::Int(0), "not queued: {places:?}");
-    let page: Vec<redis::Value> = script(include_str!("../../src/lua/sweep.lua"))
+    let page: Vec<redis::Value> = script(include_str!("../../src/redis/scripts/sweep.lua"))
         .key(SCHEDULES.0)
         .key(TIMELINE.0)
         .key(STATUSES.0)
@@ -591,7 +591,7 @@ fn a_worker_records_other_outcomes_past_a_job_whose_keys_turned_odd() {
 /// (The jobs stay in the running index, for recovery once the key is fixed.)
 #[test]
 fn hand_backs_over_odd_keys_do_not_keep_a_worker_from_stopping() {
-    use redbike::worker::Outcome;
+    use redbike::work::Outcome;
     use std::sync::{Arc, Mutex};
     let t = crate::work::Setup::new();
     crate::work::queue_in_order(&t, &crate::work::ids("a", 40));

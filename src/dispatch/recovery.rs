@@ -3,7 +3,7 @@
 //! Our workers keep each running job in the running index (`P-leases`) and push its
 //! recovery instant forward every second; a dispatcher recovers the jobs whose instant
 //! has passed (the worker is gone: kill -9, machine lost; or it was frozen or cut off,
-//! and has stopped the job itself by then: see `FENCE_AFTER` in `worker.rs`) — per
+//! and has stopped the job itself by then: see `FENCE_AFTER` in `work/mod.rs`) — per
 //! schedule, status `REC`. The instants are on Redis's clock (`TIME`, read inside the
 //! scripts), so the clocks of the machines involved never matter.
 //! Python workers keep no index, so a slow sweep over all schedules also finds live jobs
@@ -19,10 +19,10 @@ use std::{
 use redis::RedisResult;
 
 use crate::{
-    keys::queue_of,
-    scripts,
-    store::Store,
-    worker::{decide_recovery, Settings},
+    redis::keys::queue_of,
+    redis::scripts,
+    redis::store::Store,
+    work::{decide_recovery, Settings},
 };
 
 /// After Redis comes back, how long to wait before recovering: workers need a moment to

@@ -6,13 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 use chrono_tz::Tz;
 
 use crate::{
-    csvio::ScheduleRow,
     error::{is_connection_error, redis_text, Error, Result},
-    hazards::{self, Probe},
     jitter,
+    operator::csvio::ScheduleRow,
+    redis::hazards::{self, Probe},
+    redis::store::{PlaceItem, Store, PLACE_BATCH},
+    schedule::timestamp,
     schedule::Placement,
-    store::{PlaceItem, Store, PLACE_BATCH},
-    timestamp,
 };
 
 /// Works out where each row's job goes for reference instant `after`, with the
@@ -57,7 +57,7 @@ pub fn plan(
 
 /// Writes planned items; returns how many. Refuses to begin, or to go on after a
 /// batch, when Redis is full; under a policy that may delete any key, makes sure that
-/// Redis evicted none of them meanwhile (see [`crate::hazards`]). An error part-way
+/// Redis evicted none of them meanwhile (see [`crate::redis::hazards`]). An error part-way
 /// says how many were written before it.
 pub fn load(store: &mut Store<'_>, items: &[PlaceItem], probe: &Probe) -> Result<usize> {
     let before = hazards::before_writing(store.con, probe, items.len())?;

@@ -8,10 +8,10 @@ use redis::Connection;
 use crate::{
     config::Config,
     error::{cannot_fix, describe_redis, is_connection_error},
-    link::kind_of,
-    retry,
+    redis::link::kind_of,
+    redis::retry,
+    redis::topology::{self, Topology},
     shutdown::Shutdown,
-    topology::{self, Topology},
 };
 
 /// What the listener reports.

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 
 use crate::{
     error::Result,
-    store::{Place, Scan, Store},
+    redis::store::{Place, Scan, Store},
 };
 
 /// The schedule to print for a job stored as `STOP` that is at `place`.

@@ -3,13 +3,19 @@
 //!
 //! One loop thread talks to Redis; each of the `concurrency` slots has a thread that
 //! runs one job at a time through a [`Worker`], taking claimed jobs from a pool it
-//! shares with the loop (`crate::pool`). The loop sends the outcomes of finished jobs
+//! shares with the loop (`crate::work::pool`). The loop sends the outcomes of finished jobs
 //! and the next claim in one pipelined round trip, with up to two round trips in
 //! flight so that it prepares one while Redis runs the other, waits on a channel (jobs ended,
 //! wake-up from pub/sub, signal) while idle, and enforces timeouts. While jobs are
 //! short it claims a few ahead of its free slots, so a slot starts its next job without
 //! waiting for Redis. Outcomes that cannot be written during a Redis outage are kept
 //! and written when Redis is back.
+
+pub mod guard;
+pub mod output;
+mod pool;
+pub mod runner;
+pub mod spawn;
 
 use std::{
     collections::{BTreeMap, VecDeque},
@@ -24,16 +30,17 @@ use redis::Value;
 use crate::{
     config::OnFailure,
     error::{Error, Result},
-    hazards::Watch,
     jitter,
-    keys::{queue_of, Keys},
-    link::Link,
-    listener::{self, Heard},
-    pool::{Ended, Pool, Ready, State},
+    redis::hazards::Watch,
+    redis::keys::{queue_of, Keys},
+    redis::link::Link,
+    redis::listener::{self, Heard},
+    redis::scripts,
+    schedule::timestamp,
     schedule::{Placement, Schedule},
-    scripts,
     shutdown::Shutdown,
-    status, timestamp,
+    status,
+    work::pool::{Ended, Pool, Ready, State},
 };
 
 /// Extra lease time beyond timeout and grace period, so a worker always finishes its own
@@ -120,7 +127,7 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// What runs jobs. [`crate::runner::CommandWorker`] runs a command per job;
+/// What runs jobs. [`crate::work::runner::CommandWorker`] runs a command per job;
 /// [`FnWorker`] runs a closure in-process.
 pub trait Worker: Send + Sync {
     /// The queue weighting cycle, e.g. `["A", "A", "B"]`.
@@ -180,7 +187,7 @@ pub fn parse_queues(text: &str) -> Result<Vec<String>> {
         )));
     }
     for q in &queues {
-        if let Some(why) = crate::keys::queue_collision(q) {
+        if let Some(why) = crate::redis::keys::queue_collision(q) {
             return Err(Error::Input(format!(
                 "queue name {q:?} cannot be worked: {why}; move its jobs to another queue"
             )));
@@ -393,7 +400,7 @@ struct Flight {
     verify: bool,
     /// Whether it polls (queues, control key).
     poll: bool,
-    /// Replies of its look at the Redis settings (0: none; see `crate::hazards`).
+    /// Replies of its look at the Redis settings (0: none; see `crate::redis::hazards`).
     health: usize,
     /// When it refreshes the running index: the instant the jobs it finds running
     /// when its reply comes are confirmed from (the oldest round trip then in flight,
@@ -1802,7 +1809,7 @@ mod tests {
     fn help_says_how_many_jobs_are_claimed_ahead() {
         let said = format!("at most max({AHEAD_AT_MOST}, concurrency)");
         assert!(
-            crate::help::WORK.contains(&said),
+            crate::cli::help::WORK.contains(&said),
             "help::WORK lacks {said:?}"
         );
     }

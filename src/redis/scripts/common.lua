@@ -1,4 +1,4 @@
--- Helpers shared by the redbike scripts; scripts.rs prepends this file to each of them.
+-- Helpers shared by the redbike scripts; scripts/mod.rs prepends this file to each of them.
 
 -- Statuses a script collects to write in one HSET at its end (flush_statuses), as
 -- field-value pairs, or nil: each is written at once. Only for scripts that never

@@ -16,11 +16,11 @@ use serde::Serialize;
 
 use crate::{
     error::{Error, Result},
-    hazards::{Health, Kind, Persistence, Probe},
-    keys::glob_escape,
+    redis::hazards::{Health, Kind, Persistence, Probe},
+    redis::keys::glob_escape,
+    redis::store::{Scan, Store},
+    schedule::timestamp,
     status::{Status, ENQ},
-    store::{Scan, Store},
-    timestamp,
 };
 
 /// How `redbike stats` prints its figures.
@@ -310,7 +310,7 @@ fn render_text(s: &Stats) -> String {
         format!(
             "running     {} (from {}; Python workers' jobs are not counted)",
             s.running,
-            crate::keys::Keys::new(&s.prefix).leases
+            crate::redis::keys::Keys::new(&s.prefix).leases
         ),
     ];
     if s.queues.is_empty() {
@@ -549,7 +549,7 @@ fn escape_label(v: &str) -> String {
 
 /// Parses the `--queues` value: the weighting string's names, each once.
 pub fn parse_queue_names(text: &str) -> Result<Vec<String>> {
-    let names = crate::worker::parse_queues(text)?;
+    let names = crate::work::parse_queues(text)?;
     let unique: BTreeSet<String> = names.into_iter().collect();
     if unique.is_empty() {
         return Err(Error::Input("--queues names no queue".into()));

@@ -9,12 +9,12 @@ use std::collections::{BTreeSet, HashMap};
 use redis::RedisResult;
 
 use crate::{
-    keys::{glob_escape, is_lease_name, queue_collision, queue_of},
-    recovery,
+    dispatch::recovery,
+    redis::keys::{glob_escape, is_lease_name, queue_collision, queue_of},
+    redis::scripts,
+    redis::store::{Place, Scan, Store},
     schedule::Schedule,
-    scripts,
-    store::{Place, Scan, Store},
-    worker::Settings,
+    work::Settings,
 };
 
 /// Items read per SCAN-family call and per pipelined check.
@@ -240,7 +240,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .arg(f.kind)
             .arg(&f.jobid)
             .arg(schedule.unwrap_or(""))
-            .arg(crate::timestamp::now())
+            .arg(crate::schedule::timestamp::now())
             .arg(if dry { "dry" } else { "" })
             .invoke(self.store.con);
         match changed {
@@ -361,7 +361,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         // Put lost jobs back last, when a Python reschedule caught mid-way has finished.
         if self.repair {
             for id in lost {
-                let now = crate::timestamp::now();
+                let now = crate::schedule::timestamp::now();
                 match recovery::recover_job(self.store, &id, "orphan", now, self.settings) {
                     Ok(true) => self.summary.repaired += 1,
                     Ok(false) => {}

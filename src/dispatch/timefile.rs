@@ -23,7 +23,7 @@ pub fn read(path: &Path) -> Result<Option<i64>> {
     })?;
     // A time outside 1970..9999 is a corrupt file, not a clock: taken as the reference
     // instant it would stop every rule (nothing after 9999) or catch up on decades.
-    if !(0..=crate::timestamp::MAX_UNIX).contains(&ts) {
+    if !(0..=crate::schedule::timestamp::MAX_UNIX).contains(&ts) {
         return Err(Error::Input(format!(
             "timefile {path:?} holds {shown:?}, outside 1970..9999; fix or delete it"
         )));
@@ -69,7 +69,7 @@ pub fn check_writable(path: &Path) -> Result<()> {
 pub fn reference_instant(after: Option<i64>, path: &Path) -> Result<i64> {
     match after {
         Some(ts) => Ok(ts),
-        None => Ok(read(path)?.unwrap_or_else(crate::timestamp::now)),
+        None => Ok(read(path)?.unwrap_or_else(crate::schedule::timestamp::now)),
     }
 }
 
@@ -83,11 +83,11 @@ pub const STALE_AFTER: i64 = 300;
 /// is more than [`STALE_AFTER`] seconds from now.
 pub fn reference_for_set(after: Option<i64>, path: &Path) -> Result<i64> {
     let ts = reference_instant(after, path)?;
-    let off = crate::timestamp::now() - ts;
+    let off = crate::schedule::timestamp::now() - ts;
     if after.is_none() && off.abs() > STALE_AFTER {
         crate::log_warn!(
             "the timefile {path:?} says {} ({}s {}), not now: next runs are computed from that instant, as a dispatcher catching up would; give --after to choose the instant, or delete the timefile if no dispatcher uses it",
-            crate::timestamp::iso_utc(ts),
+            crate::schedule::timestamp::iso_utc(ts),
             off.abs(),
             if off > 0 { "ago" } else { "ahead" }
         );

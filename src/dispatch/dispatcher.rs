@@ -12,21 +12,22 @@ use std::{
 };
 
 use crate::{
-    catchup,
     config::Config,
+    dispatch::catchup,
+    dispatch::recovery::Recovery,
+    dispatch::timefile,
     error::{Error, Result},
-    hazards::{Probe, Watch},
-    keys::Keys,
-    link::Link,
-    listener::{self, Heard},
-    loader,
-    recovery::Recovery,
-    retry::Trouble,
-    scripts,
+    operator::loader,
+    redis::hazards::{Probe, Watch},
+    redis::keys::Keys,
+    redis::link::Link,
+    redis::listener::{self, Heard},
+    redis::retry::Trouble,
+    redis::scripts,
+    redis::store::{PlaceItem, Store},
+    schedule::timestamp,
     shutdown::Shutdown,
-    store::{PlaceItem, Store},
-    timefile, timestamp,
-    worker::Settings,
+    work::Settings,
 };
 
 /// Due jobs moved per Lua call.

@@ -1,5 +1,7 @@
 //! The command line: clap definitions and one function per subcommand.
 
+pub mod help;
+
 use std::{
     ffi::OsString,
     io::{self, Write},
@@ -11,19 +13,23 @@ use std::{
 use clap::{ArgAction, Parser, Subcommand};
 
 use crate::{
-    check,
     config::{Config, OnFailure, Overrides},
-    csvio::{self, SortedCsv, SPILL_ROWS},
-    dispatcher,
+    dispatch::dispatcher,
+    dispatch::timefile,
     error::{Error, ExitCode, Result},
-    hazards::{self, Probe},
-    help, jitter, jobid, limits, loader, runner,
+    jitter, jobid, limits,
+    operator::check,
+    operator::csvio::{self, SortedCsv, SPILL_ROWS},
+    operator::loader,
+    operator::stats,
+    redis::hazards::{self, Probe},
+    redis::store::{with_store, PlaceItem, Placed},
+    schedule::timestamp,
     schedule::{Placement, Schedule, ScheduleError},
     shutdown::Shutdown,
-    stats,
     status::Status,
-    store::{with_store, PlaceItem, Placed},
-    timefile, timestamp, worker,
+    work,
+    work::runner,
 };
 
 /// A cron dispatcher for pools of distributed workers, built on Redis.
@@ -467,7 +473,7 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
     let mut sorted = SortedCsv::new(SPILL_ROWS);
     with_store(config, |store| {
-        crate::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
+        crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
     })?;
     sorted.finish(out())?;
     Ok(ExitCode::Success)
@@ -491,7 +497,7 @@ fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
 }
 
 fn cmd_ping(config: &Config) -> Result<ExitCode> {
-    let report = crate::ping::ping(config)?;
+    let report = crate::operator::ping::ping(config)?;
     out()
         .write_all(report.to_string().as_bytes())
         .map_err(|e| Error::io("cannot write output", e))?;
@@ -606,7 +612,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
                 .into(),
         )
     })?;
-    let queues = worker::parse_queues(&queues)?;
+    let queues = work::parse_queues(&queues)?;
     let command = if flags.command.is_empty() {
         w.command.clone()
     } else {
@@ -624,7 +630,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
             .map(|(q, t)| (q.clone(), Duration::from_secs(*t)))
             .collect(),
     };
-    let mut settings = worker::Settings::from_config(config);
+    let mut settings = work::Settings::from_config(config);
     if let Some(n) = flags.concurrency {
         settings.concurrency = n;
     }
@@ -668,12 +674,12 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     shutdown
         .install_signals(false)
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
-    worker::run(config, Arc::new(runner), settings, &shutdown)?;
+    work::run(config, Arc::new(runner), settings, &shutdown)?;
     Ok(ExitCode::Success)
 }
 
 fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
-    let settings = worker::Settings::from_config(config);
+    let settings = work::Settings::from_config(config);
     let mut rows = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());

@@ -22,11 +22,11 @@ use std::{
 
 use crate::{
     error::{Error, Result},
-    guard::Guard,
     limits,
-    output::{Limits, RunOutput},
-    spawn::{Child, Spawner},
-    worker::{Job, Outcome, Worker},
+    work::guard::Guard,
+    work::output::{Limits, RunOutput},
+    work::spawn::{Child, Spawner},
+    work::{Job, Outcome, Worker},
 };
 
 /// The variables each job gets, in the order [`CommandWorker::spawn`] gives them.

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 
-use crate::{config::Config, shutdown::Shutdown, store};
+use crate::{config::Config, redis::store, shutdown::Shutdown};
 
 /// How long long-running loops wait for a reply before they treat Redis as gone.
 pub const LOOP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -13,11 +13,11 @@
 use crate::{
     config::{CatchUpPolicy, Config},
     jitter,
-    keys::queue_of,
+    redis::keys::queue_of,
+    redis::scripts,
+    redis::store::Store,
+    schedule::timestamp,
     schedule::{Placement, Schedule},
-    scripts,
-    store::Store,
-    timestamp,
 };
 
 /// Late jobs read per round trip.

@@ -1,5 +1,5 @@
 //! The Redis side of every command: one connection, the key names, and the operations
-//! the commands need. Multi-step changes go through the scripts in [`crate::scripts`].
+//! the commands need. Multi-step changes go through the scripts in [`crate::redis::scripts`].
 
 use std::time::{Duration, Instant};
 
@@ -9,10 +9,10 @@ use serde::Serialize;
 use crate::{
     config::Config,
     error::{Error, Result},
-    keys::{queue_of, Keys},
+    redis::keys::{queue_of, Keys},
+    redis::scripts,
+    redis::topology::{must_reconnect, Mode, Reached, Topology},
     schedule::{Placement, Schedule},
-    scripts,
-    topology::{must_reconnect, Mode, Reached, Topology},
 };
 
 /// How long a one-shot command waits to connect, and for each reply.
@@ -450,7 +450,7 @@ impl Store<'_> {
             next_run,
             // PTTL: -2 no key, -1 no expiry, else milliseconds left.
             working: pttl != -2,
-            next_run_utc: next_run.map(crate::timestamp::iso_utc),
+            next_run_utc: next_run.map(crate::schedule::timestamp::iso_utc),
             queue: q.to_string(),
             queued,
             lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),

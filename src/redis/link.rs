@@ -1,7 +1,7 @@
 //! A Redis connection for long-running loops that rides out outages without blocking
 //! the loop: it reconnects with capped backoff when asked, and logs one line when a
 //! failure begins, changes or ends (with a reminder while it lasts, see
-//! [`crate::retry::Trouble`]). An error that retrying cannot fix, met before the loop
+//! [`crate::redis::retry::Trouble`]). An error that retrying cannot fix, met before the loop
 //! has ever done its work (see [`Link::settle`]), ends the loop instead.
 
 use std::time::{Duration, Instant};
@@ -11,9 +11,9 @@ use redis::{Connection, RedisError};
 use crate::{
     config::Config,
     error::{cannot_fix, describe_redis, is_connection_error, Error},
-    retry::Trouble,
-    store,
-    topology::{self, must_reconnect, Topology},
+    redis::retry::Trouble,
+    redis::store,
+    redis::topology::{self, must_reconnect, Topology},
 };
 
 /// How long a loop waits to connect before it gets on with its other duties.
@@ -146,7 +146,7 @@ impl Link {
     }
 
     /// Whether the Sentinels vouch for the server connected to as the master, with no
-    /// failover going on (see [`crate::topology::Topology::sentinels_confirm`]).
+    /// failover going on (see [`crate::redis::topology::Topology::sentinels_confirm`]).
     pub fn sentinels_confirm(&self) -> bool {
         self.con.is_some()
             && Topology::of(&self.config).is_ok_and(|t| t.sentinels_confirm(&self.server))

@@ -20,8 +20,8 @@ use serde::Serialize;
 use crate::{
     config::Config,
     error::{Error, Result},
-    store::Store,
-    timestamp,
+    redis::store::Store,
+    schedule::timestamp,
 };
 
 /// How often dispatchers and workers read the settings again.
@@ -408,7 +408,7 @@ pub fn after_writing(
         return Ok(());
     }
     let mut missing = 0;
-    for chunk in ids.chunks(crate::store::PLACE_BATCH) {
+    for chunk in ids.chunks(crate::redis::store::PLACE_BATCH) {
         let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
             .arg(&store.keys.schedules)
             .arg(chunk)

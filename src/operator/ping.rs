@@ -1,6 +1,6 @@
 //! `redbike ping`: one connection with the effective settings, and what it reached, to
 //! debug a deployment (TLS, ACL user, Sentinel, Cluster) in one step, and the Redis
-//! settings that lose jobs (see [`crate::hazards`]).
+//! settings that lose jobs (see [`crate::redis::hazards`]).
 
 use std::{fmt, time::Instant};
 
@@ -9,10 +9,10 @@ use redis::{Connection, Value};
 use crate::{
     config::Config,
     error::Result,
-    hazards::{Health, Probe},
-    link::CONNECT_TIMEOUT,
-    store,
-    topology::Topology,
+    redis::hazards::{Health, Probe},
+    redis::link::CONNECT_TIMEOUT,
+    redis::store,
+    redis::topology::Topology,
 };
 
 /// PINGs sent to measure the round trip; the median is reported.

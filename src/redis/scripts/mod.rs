@@ -1,5 +1,6 @@
-//! The Lua scripts that make multi-step changes atomic. Each lives in `src/lua/` and is
-//! prefixed with `common.lua`, which holds the enqueue rule and the placement logic.
+//! The Lua scripts that make multi-step changes atomic. Each lives next to this file (in
+//! `src/redis/scripts/`) and is prefixed with `common.lua`, which holds the enqueue rule
+//! and the placement logic.
 
 use std::sync::LazyLock;
 
@@ -7,12 +8,7 @@ use redis::Script;
 
 macro_rules! script {
     ($file:literal) => {
-        LazyLock::new(|| {
-            Script::new(concat!(
-                include_str!("lua/common.lua"),
-                include_str!(concat!("lua/", $file))
-            ))
-        })
+        LazyLock::new(|| Script::new(concat!(include_str!("common.lua"), include_str!($file))))
     };
 }
 

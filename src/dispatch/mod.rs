@@ -1,0 +1,8 @@
+//! `redbike dispatch`: the dispatcher loop ([`dispatcher`]) that moves due jobs into their
+//! queues, with catch-up after downtime, recovery of jobs whose worker vanished, and the
+//! timefile that remembers how far it got.
+
+pub mod catchup;
+pub mod dispatcher;
+pub mod recovery;
+pub mod timefile;
