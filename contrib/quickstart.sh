@@ -11,7 +11,7 @@ cargo build --release --quiet
 bin=$PWD/target/release/redbike
 dir=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-# AOF on, as the README's "Redis settings redbike needs" asks (no warning at start).
+# AOF on, as "Redis settings redbike needs" in docs/operating.md asks (no warning at start).
 redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly yes --dir "$dir" --daemonize yes --logfile "$dir/redis.log" --pidfile "$dir/redis.pid"
 pids=()
 cleanup() {

@@ -292,7 +292,7 @@ fn tls_round_trip_dispatches_and_runs_a_job() {
 
 #[test]
 fn acl_user_is_named_by_ping() {
-    // The README's restricted user (security.rs): ping must work with its commands.
+    // The restricted user of docs/deployments.md (security.rs): ping must work with its commands.
     let s = RedisServer::start();
     acl_setuser(&s, "rb", "t");
     let d = workdir();
@@ -371,7 +371,7 @@ fn sentinel_config(d: &TempDir, sentinels: &[String]) {
         d,
         "t",
         &format!(
-            // wait-replicas = 1: the fence that makes a failover exactly-once (README).
+            // wait-replicas = 1: the fence that makes a failover exactly-once (docs/deployments.md).
             // Without it this test saw a job run twice in 1 of 4 runs, and a manual run
             // with a busier worker 47 duplicates and 32 lost `set`s out of 400.
             "sentinels = {}\nmaster-name = \"mymaster\"\nwait-replicas = 1",

@@ -21,7 +21,7 @@ use crate::{
 /// Exit status of an error that retrying cannot fix (sysexits' EX_CONFIG).
 const CANNOT_FIX: i32 = 78;
 
-/// Creates ACL user `rb` (password [`SECRET`]) limited to prefix `t`, with the README's
+/// Creates ACL user `rb` (password [`SECRET`]) limited to prefix `t`, with docs/deployments.md's
 /// commands less `without`, and with the prefix's channels unless `no_channels`.
 fn acl_user(s: &RedisServer, without: &[&str], no_channels: bool) -> String {
     let mut args: Vec<String> = ["SETUSER", "rb", "reset", "on", &format!(">{SECRET}")]

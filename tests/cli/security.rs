@@ -1,5 +1,5 @@
 //! Security: passwords never appear in errors or logs, and a Redis ACL user limited to
-//! one prefix's keys and channels and to the commands listed in the README can run
+//! one prefix's keys and channels and to the commands listed in docs/deployments.md can run
 //! every command, a dispatcher and a worker, and nothing outside its prefix.
 
 use std::time::Duration;
@@ -9,7 +9,7 @@ use crate::{dispatch::signal, harness::*};
 /// The password in these tests; it must never be printed.
 pub(crate) const SECRET: &str = "s3cret-pw";
 
-/// The commands redbike needs, as the README's "Security / ACL" section lists them.
+/// The commands redbike needs, as the "Security / ACL" section of docs/deployments.md lists them.
 pub(crate) const ACL_COMMANDS: &[&str] = &[
     "select",
     "ping",
@@ -186,7 +186,7 @@ fn dispatcher_and_worker_log_the_url_masked() {
 }
 
 /// `ACL SETUSER NAME on >PASSWORD resetkeys ~PREFIX-* resetchannels &PREFIX-* -@all
-/// +cmd...`, as the README shows it.
+/// +cmd...`, as docs/deployments.md shows it.
 pub(crate) fn acl_setuser(s: &RedisServer, name: &str, prefix: &str) {
     let mut args: Vec<String> = vec![
         "SETUSER".into(),
@@ -409,9 +409,9 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
 }
 
 #[test]
-fn readme_lists_the_tested_acl_commands() {
-    let readme = include_str!("../../README.md");
-    let line = readme
+fn docs_list_the_tested_acl_commands() {
+    let doc = include_str!("../../docs/deployments.md");
+    let line = doc
         .lines()
         .skip_while(|l| !l.contains("ACL SETUSER"))
         .take_while(|l| !l.starts_with("```"))
@@ -423,6 +423,6 @@ fn readme_lists_the_tested_acl_commands() {
         .collect();
     assert_eq!(
         listed, ACL_COMMANDS,
-        "README's ACL SETUSER and the test differ"
+        "docs/deployments.md's ACL SETUSER and the test differ"
     );
 }

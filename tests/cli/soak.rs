@@ -1,4 +1,4 @@
-//! The chaos soak (ignored by default; see the README):
+//! The chaos soak (ignored by default; see docs/jobs.md, fencing):
 //!
 //! ```sh
 //! REDBIKE_SOAK_SECONDS=60 cargo test --release --test cli soak -- --ignored --nocapture

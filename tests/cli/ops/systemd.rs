@@ -10,7 +10,7 @@ use clap::Parser;
 
 use crate::harness::*;
 
-/// What `%I` stands for in the tests: the README's example instance.
+/// What `%I` stands for in the tests: the example instance of docs/operating.md.
 const INSTANCE: &str = "A:A:B";
 
 fn unit_dir() -> PathBuf {
