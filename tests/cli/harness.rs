@@ -7,7 +7,7 @@ use std::{
     net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
-    sync::{Arc, LazyLock, Mutex},
+    sync::{Arc, LazyLock, Mutex, OnceLock},
     thread,
     time::{Duration, Instant},
 };
@@ -17,6 +17,28 @@ use tempfile::TempDir;
 
 /// The built binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_redbike");
+
+/// The one line a run without `redis-server` ends with.
+pub const NO_REDIS_SERVER: &str = "redis-server not found on PATH: the integration tests start their own; install it (apt-get install -y redis-server, or run .ci/run, which does)";
+
+/// Ends the whole test run with [`NO_REDIS_SERVER`] when `redis-server` is not on
+/// `PATH`: nearly every test needs one, and a panic per test would bury the one thing
+/// to do. Looked up once; tests arriving meanwhile wait for the answer.
+pub fn require_redis_server() {
+    static LOOKED_UP: OnceLock<()> = OnceLock::new();
+    LOOKED_UP.get_or_init(|| {
+        let run = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if run.is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+            // Straight to stderr: libtest captures eprintln! and would lose it at exit.
+            let _ = writeln!(std::io::stderr(), "{NO_REDIS_SERVER}");
+            std::process::exit(101);
+        }
+    });
+}
 
 /// A redis-server of the test's own on a free loopback port, stopped on drop.
 pub struct RedisServer {
@@ -52,6 +74,7 @@ impl RedisServer {
 
     /// Starts a server with extra `redis-server` arguments (e.g. `--appendonly yes`).
     pub fn start_with(extra: &[&str]) -> RedisServer {
+        require_redis_server();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         for _ in 0..10 {
             let mut server = RedisServer {
@@ -578,4 +601,35 @@ fn forward(
     }
     let _ = from.shutdown(std::net::Shutdown::Both);
     let _ = to.shutdown(std::net::Shutdown::Both);
+}
+
+/// Without `redis-server` on `PATH`, the run ends with one line saying how to get it,
+/// not a panic per test: a few server-starting tests of this crate run with a `PATH`
+/// that lacks it.
+#[test]
+fn a_missing_redis_server_ends_the_run_with_one_line() {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| !dir.join("redis-server").exists())
+        .collect();
+    let out = Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args(["work::", "--test-threads", "4"])
+        .env(
+            "PATH",
+            std::env::join_paths(kept).expect("a PATH of existing entries"),
+        )
+        .output()
+        .expect("run the test binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "the run passed without redis-server:\n{stdout}"
+    );
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("redis-server"))
+        .collect();
+    assert_eq!(lines, [NO_REDIS_SERVER], "stderr:\n{stderr}");
+    assert!(!stdout.contains("panicked"), "a test panicked:\n{stdout}");
 }

@@ -22,7 +22,7 @@ use rcgen::{
 };
 use tempfile::TempDir;
 
-use crate::harness::{skip, wait_until};
+use crate::harness::{require_redis_server, skip, wait_until};
 
 /// The name the sentinels monitor the master under.
 pub const MASTER_NAME: &str = "mymaster";
@@ -110,6 +110,7 @@ pub fn info_field(info: &str, field: &str) -> Option<String> {
 /// 10 s for it to answer on `port`. `None` when it exited (a port taken by someone
 /// else), another process answers there, or it did not answer.
 fn spawn(dir: &Path, port: u16, args: &[String]) -> Option<Proc> {
+    require_redis_server();
     let out = fs::File::create(dir.join("stdout.log")).unwrap();
     let child = Command::new("redis-server")
         .args(args)
@@ -176,6 +177,7 @@ fn strings(args: &[&str]) -> Vec<String> {
 pub fn redis_has_tls() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
+        require_redis_server();
         let o = Command::new("redis-server")
             .args(["--port", "0", "--tls-port", "0", "--save", ""])
             .stdin(Stdio::null())
