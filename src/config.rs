@@ -627,7 +627,7 @@ impl RedisSettings {
         // No CLIENT SETINFO at connect (redis-rs sends it by default): an ACL user limited
         // to what redbike needs would have to allow `client|setinfo`, which Redis before
         // 7.2 does not know (ACL SETUSER refuses it), and without it Redis 7.2+ records a
-        // refusal in ACL LOG at every connect. See README, "Security / ACL".
+        // refusal in ACL LOG at every connect. See docs/deployments.md, "Security / ACL".
         let mut redis: RedisConnectionInfo = info.redis_settings().clone().set_skip_set_lib_name();
         if let Some(db) = self.db {
             redis = redis.set_db(db);

@@ -97,7 +97,7 @@ pub enum Error {
     /// Redis refused a write for want of memory (an OOM reply, or `maxmemory` reached
     /// under `noeviction`). The count comes from [`crate::operator::loader::written_before`].
     #[error(
-        "redis is out of memory ({detail}): {written} of {total} job(s) were written before it refused; free memory or raise maxmemory (README: Redis settings redbike needs), then run the command again"
+        "redis is out of memory ({detail}): {written} of {total} job(s) were written before it refused; free memory or raise maxmemory (docs/operating.md: Redis settings redbike needs), then run the command again"
     )]
     OutOfMemory {
         /// Jobs written before the refusal.
@@ -188,7 +188,7 @@ pub fn cannot_fix(e: &redis::RedisError) -> Option<&'static str> {
         || text.contains("can't run this command")
         || text.contains("No permissions to access")
     {
-        Some("grant the ACL user the commands, keys and channels that README.md lists under Security / ACL")
+        Some("grant the ACL user the commands, keys and channels that docs/deployments.md lists under Security / ACL")
     } else if has("WRONGTYPE") {
         Some("a key of the prefix holds the wrong type of value: find it with `redbike check` (or TYPE) and delete or rename it")
     } else if text.contains("DB index is out of range") || text.contains("invalid DB index") {

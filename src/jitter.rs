@@ -88,7 +88,7 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
-        // Fixed for ever: documented in the README.
+        // Fixed for ever: documented in docs/schedules.md.
         assert_eq!(offset("report:A", 3600), 2838);
         assert_eq!(offset("report:A", 0), 0);
         assert!((0..60).contains(&offset("x", 60)));

@@ -2,11 +2,12 @@
 //! keys, no persistence, memory close to `maxmemory`, keys evicted.
 //!
 //! Everything is read with `INFO` (sections memory, persistence and stats), which the
-//! README's ACL user may run. Whether RDB has save points is not in INFO: it is read
-//! with `CONFIG GET save` only when connected as the `default` user, since an ACL user
-//! would be refused (and every refusal lands in `ACL LOG`), and `CONFIG GET` cannot be
-//! granted without also revealing `requirepass` and `masterauth`. Without it, no
-//! persistence is inferred only from changes that went unsaved for over an hour.
+//! ACL user of docs/deployments.md may run. Whether RDB has save points is not in
+//! INFO: it is read with `CONFIG GET save` only when connected as the `default` user,
+//! since an ACL user would be refused (and every refusal lands in `ACL LOG`), and
+//! `CONFIG GET` cannot be granted without also revealing `requirepass` and
+//! `masterauth`. Without it, no persistence is inferred only from changes that went
+//! unsaved for over an hour.
 
 use std::{
     collections::HashMap,
@@ -516,7 +517,7 @@ impl Watch {
                 self.seen = None;
                 return match first {
                     true => vec![(Warn, format!(
-                        "cannot read Redis INFO ({why}): settings that lose jobs (maxmemory-policy, persistence, evictions) go unchecked; allow +info (README, Security / ACL)"
+                        "cannot read Redis INFO ({why}): settings that lose jobs (maxmemory-policy, persistence, evictions) go unchecked; allow +info (docs/deployments.md, Security / ACL)"
                     ))],
                     false => Vec::new(),
                 };

@@ -53,7 +53,7 @@ pub fn queue_of(jobid: &str) -> &str {
 /// safe. The layout is the original's, so two names can meet: the list of queue
 /// `X-members` is the members set of queue `X`, and the list of queue `X-X` is the lease
 /// key of job `X` (an id without ':' is its own queue). No other two key families meet
-/// (README, "Key names").
+/// (docs/differences.md, "Key names").
 pub fn queue_collision(queue: &str) -> Option<String> {
     if let Some(base) = queue.strip_suffix("-members") {
         return Some(format!(
