@@ -55,7 +55,8 @@ pub struct Pass {
     pub halted: bool,
     /// The earliest recovery instant in the running index, if any job is running.
     pub earliest_recovery: Option<f64>,
-    /// Redis's clock (`TIME`), which those instants are on.
+    /// Redis's clock (`TIME`), which those instants are on; 0 when no job runs (an idle
+    /// pass does not read it).
     pub redis_now: f64,
     /// Of the deferred, jobs whose queue's keys hold other types (`redbike check`
     /// names them): they wait on the timeline rather than fail the pass.

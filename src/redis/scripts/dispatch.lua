@@ -10,21 +10,45 @@
 -- its queue leaves the timeline (it is in one place only).
 -- Returns {taken, enqueued, deferred (running, or its queue's keys of another type),
 -- halted 0/1, earliest recovery or false, deferred for their queue's keys' types,
--- Redis's clock (seconds, as a string: an integer reply would cut it)}
+-- Redis's clock (seconds, as a string: an integer reply would cut it; "0" when the
+-- running index is empty)}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
+-- An idle pass only reads (the control key, the heads of the running index and of the
+-- timeline) and counts against the budget of an idle dispatcher (at most 5 commands a
+-- second, BENCHMARKS.md): so the reads come first, with pcall, and the type checks (a
+-- TYPE per key) only when a read failed, to name the key, or before the first write.
+local function failed(reply)
+  return type(reply) == "table" and reply.err ~= nil
+end
 local seen = {}
+local control = redis.pcall("GET", KEYS[3])
+local head = redis.pcall("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
+local first = redis.pcall("ZRANGE", timeline, 0, 0, "WITHSCORES")
+if failed(control) or failed(head) or failed(first) then
+  local bad = wrong_type({timeline, "zset", KEYS[3], "string", KEYS[4], "zset"}, seen)
+  if bad then
+    return bad
+  end
+  -- Another error (NOPERM, say): the first one, as Redis gave it.
+  for _, reply in ipairs({control, head, first}) do
+    if failed(reply) then
+      return reply
+    end
+  end
+end
+local halted = control == "HALT" and 1 or 0
+local lease = head[2] or false
+-- Redis's clock, only needed to compare the earliest recovery instant with.
+local clock = lease and string.format("%.6f", redis_time()) or "0"
+if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
+  return {0, 0, 0, halted, lease, 0, clock}
+end
+-- Due jobs: from here on the pass writes, so every key it touches is checked first.
 local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset"},
   seen)
 if bad then
   return bad
-end
-local halted = redis.call("GET", KEYS[3]) == "HALT" and 1 or 0
-local lease = redis.call("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")[2] or false
-local clock = string.format("%.6f", redis_time())
-local first = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
-if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease, 0, clock}
 end
 local due = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
 -- Group by queue (the part after the last ':'), keeping due order.
