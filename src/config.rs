@@ -195,6 +195,12 @@ pub struct Config {
     /// Seconds over which the runs of particular queues' recurring jobs are spread
     /// (`[redbike.jitter]`, see [`crate::jitter`]).
     pub jitter: BTreeMap<String, u64>,
+    /// Seconds a dispatcher or worker stays listed after its last heartbeat
+    /// (`heartbeat-ttl`, see [`crate::redis::registry`]).
+    pub heartbeat_ttl: u64,
+    /// Seconds a job may be due on the timeline before `stats` and `check` call it
+    /// overdue (`overdue-after`).
+    pub overdue_after: u64,
     /// The file the configuration came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -251,6 +257,8 @@ struct RedbikeTable {
     pass_redis_env: Option<bool>,
     catch_up: Option<BTreeMap<String, QueueCatchUpTable>>,
     jitter: Option<BTreeMap<String, u64>>,
+    heartbeat_ttl: Option<u64>,
+    overdue_after: Option<u64>,
 }
 
 /// `[redbike.catch-up.Q]`: the catch-up policy of queue Q.
@@ -384,6 +392,16 @@ impl Config {
             limits::FAILURE_DELAY,
             t.failure_delay.unwrap_or(10),
         )?;
+        let heartbeat_ttl = in_range(
+            "redbike.heartbeat-ttl",
+            limits::HEARTBEAT_TTL,
+            t.heartbeat_ttl.unwrap_or(30),
+        )?;
+        let overdue_after = in_range(
+            "redbike.overdue-after",
+            limits::OVERDUE_AFTER,
+            t.overdue_after.unwrap_or(60),
+        )?;
         let redis = &file.redis;
         if let Some(n) = redis.wait_replicas {
             in_range("redbike-redis.wait-replicas", limits::WAIT_REPLICAS, n)?;
@@ -439,6 +457,8 @@ impl Config {
             },
             catch_up,
             jitter,
+            heartbeat_ttl,
+            overdue_after,
             source,
         })
     }
@@ -490,6 +510,8 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "grace-period" => limits::GRACE,
         "fence-after" => limits::FENCE_AFTER,
         "failure-delay" => limits::FAILURE_DELAY,
+        "heartbeat-ttl" => limits::HEARTBEAT_TTL,
+        "overdue-after" => limits::OVERDUE_AFTER,
         "grace" => limits::CATCH_UP_GRACE,
         "concurrency" => limits::CONCURRENCY,
         "wait-replicas" => limits::WAIT_REPLICAS,

@@ -13,7 +13,8 @@
 //!   retries and backoff in `retry.rs`; the connection a long-running loop keeps, and
 //!   reconnects after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
 //!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`;
-//!   the Redis settings that lose jobs in `hazards.rs`. The Redis URL, its settings and
+//!   the Redis settings that lose jobs in `hazards.rs`; the registry of live dispatchers
+//!   and workers (registration, heartbeats, listing) in `registry.rs`. The Redis URL, its settings and
 //!   password masking are still in the top-level `config.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
@@ -21,7 +22,7 @@
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `skip.lua` in
 //!   `dispatch/catchup.rs`; `recover.lua`, `sweep.lua` in `dispatch/recovery.rs`;
 //!   `claim.lua`, `refresh.lua`, `release.lua`, `finish.lua` in `work/mod.rs`;
-//!   `repair.lua` in `operator/check.rs`.
+//!   `repair.lua` in `operator/check.rs`; `register.lua` in `redis/registry.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
 //!   `dispatch/dispatcher.rs` (one `pass` moves due jobs into their queues); catch-up
 //!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
@@ -35,6 +36,7 @@
 //!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
 //! - `operator/`: commands that read or repair a prefix: `check.rs`, `stats.rs`,
 //!   `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`,
+//!   `ps.rs` (the table, CSV and JSON of `redbike ps`),
 //!   and CSV reading and writing (`csvio.rs`).
 //! - `schedule/`: the schedule language: RRULEs (`rule`), cron lines (`cron`), unix
 //!   times and ISO timestamps (`timestamp.rs`).

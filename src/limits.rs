@@ -58,6 +58,14 @@ pub const OUTPUT_LOG_LINES: Range = Range::new(0, 1_000_000_000, "");
 /// `--output-log-bytes`, `output-log-bytes`, `log-bytes`: bytes a run logs (1 TiB at
 /// most).
 pub const OUTPUT_LOG_BYTES: Range = Range::new(0, 1 << 40, "bytes");
+/// `heartbeat-ttl`: seconds a dispatcher or worker stays listed (`ps`, `stats`) after
+/// its last heartbeat; it heart-beats every third of it, so at least 3 (one a second),
+/// an hour at most.
+pub const HEARTBEAT_TTL: Range = Range::new(3, 3600, "seconds");
+/// `overdue-after`: seconds a job may be due on the timeline before `stats` and
+/// `check` count it as overdue: at least 5 (dispatchers pass every second, and a pass
+/// on a loaded host may come a second or two late), a year at most.
+pub const OVERDUE_AFTER: Range = Range::new(5, YEAR, "seconds");
 /// `port`: a TCP port.
 pub const PORT: Range = Range::new(1, 65_535, "");
 /// `db`: a database number (the server's `databases` setting bounds it further).

@@ -8,7 +8,9 @@ Redis layout with the Python redbike 0.13.1, so both can serve one prefix at onc
 Keys under PREFIX: PREFIX-schedules (hash), PREFIX-statuses (hash of EVENT:UNIXSECONDS), \
 PREFIX-timeline (sorted set by next run), PREFIX-work-Q (list per queue Q) with \
 PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-control, \
-PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens). Status \
+PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens), \
+PREFIX-procs (set of registered process ids) with PREFIX-proc-ID (a process's JSON \
+description, expiring). Status \
 events: TML timeline, ENQ queued, WRK running, STP stopped, DIE failed, TMO timed out, \
 INT stopped because its worker stopped, FNC stopped because its worker could not \
 confirm it to Redis (fencing), REC recovered after its worker vanished, SKP a late run \
@@ -256,7 +258,10 @@ BAD and takes it out of the timeline and queue), odd-key (a key of the prefix of
 type than redbike keeps under its name, e.g. left by hand; never repaired: remove or \
 rename it) and colliding-key (a queue list whose name is also another key of ours: \
 queue X-members is queue X's members set, queue X-X is job X's lease; move its jobs to \
-another queue). Odd keys never stop the walk: the jobs and queues they touch are left \
+another queue), overdue (a job on the timeline due for longer than overdue-after, \
+default 60 s: no dispatcher runs, or HALT is set; never repaired, since what is \
+missing is a dispatcher: start one, or `redbike control RESUME`; like held rows it is \
+reported, not counted as a problem). Odd keys never stop the walk: the jobs and queues they touch are left \
 out until they are fixed. held rows are failed jobs kept out of \
 circulation on purpose (status DIE with on-failure hold, or by Python redbike) and bad \
 rows are unparsable schedules already marked BAD: they are not problems, but an \
@@ -275,6 +280,15 @@ used memory and maxmemory, evicted keys, persistence, and each finding (INFO, an
 CONFIG GET save as the default user). These are cheap: a few round trips whatever the \
 size of the data.
 
+Alive: registered dispatchers and workers, and workers per queue (each queue reported, \
+0 when no worker works it, and each queue a live worker works), as `redbike ps` lists \
+them; Python processes do not register and are not counted. Overdue: jobs on the \
+timeline due for longer than overdue-after (config key, default 60 s, 5..=31536000) \
+(ZCOUNT): a dispatcher moves a due job within a second, so overdue jobs mean that no \
+dispatcher runs or HALT is set. Queued and running jobs are never counted: they are \
+not on the timeline. A queue with waiting jobs and no worker alive shows as its length \
+and age next to 0 workers (unless Python workers serve it).
+
 Queues reported: those of --queues, else of `queues` in the config; with --scan also \
 every non-empty queue found by SCAN of PREFIX-work-*.
 
@@ -284,9 +298,35 @@ their cost grows with the data: use them for a look, or every few minutes, not e
 second on a large instance.
 
 --format prometheus writes gauges named redbike_* with labels prefix and queue (and \
-event) in the text exposition format, for node_exporter's textfile collector; write to \
+event) in the text exposition format, among them redbike_dispatchers_alive, \
+redbike_workers_alive, redbike_queue_workers_alive, redbike_overdue_jobs and \
+redbike_overdue_after_seconds, for node_exporter's textfile collector; write to \
 a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
 --format json writes one object whose fields are only ever added.";
+
+/// `ps`: what it lists, the CSV columns, and what is not listed.
+pub const PS: &str = "\
+Every redbike dispatcher and worker registers as it starts and heart-beats every third \
+of heartbeat-ttl (config key, default 30 s, 3..=3600); its entry expires heartbeat-ttl \
+seconds after its last heartbeat (a process killed with SIGKILL, or whose host died, \
+vanishes then) and is deleted when it stops cleanly. Python redbike 0.13.1 processes \
+do not register: they are never listed.
+
+--format table (the default) prints aligned columns for people: KIND, HOST, PID, \
+QUEUES (a worker's distinct queues), JOBS (its concurrency), VERSION, STARTED (UTC), \
+HEARTBEAT (seconds since the last one, by this host's clock) and EXPIRES (when the \
+entry expires unless it heart-beats, by Redis's clock).
+
+--format csv prints RFC 4180 rows under the header row \
+id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds: id is \
+HOST-PID-RANDOM, kind dispatcher or worker, queues joined by ':' (empty for a \
+dispatcher), concurrency empty for a dispatcher, started and heartbeat unix seconds by \
+the process's own clock, expires_in_seconds with milliseconds. --format json prints an \
+array of objects with the same fields (queues a list, concurrency null for a \
+dispatcher, and ttl). Rows are sorted by kind, host and pid.
+
+Keys: PREFIX-procs (set of ids) and PREFIX-proc-ID (the JSON description, expiring); \
+reading them costs SMEMBERS, then GET and PTTL per process.";
 
 /// `ping`: what it prints and how each deployment is configured.
 pub const PING: &str = "\

@@ -21,8 +21,10 @@ use crate::{
     operator::check,
     operator::csvio::{self, SortedCsv, SPILL_ROWS},
     operator::loader,
+    operator::ps,
     operator::stats,
     redis::hazards::{self, Probe},
+    redis::registry,
     redis::store::{with_store, PlaceItem, Placed},
     schedule::timestamp,
     schedule::{Placement, Schedule, ScheduleError},
@@ -231,6 +233,13 @@ pub enum Command {
         #[arg(long)]
         scan: bool,
     },
+    /// List the dispatchers and workers alive (registered and heart-beating)
+    #[command(after_long_help = help::PS)]
+    Ps {
+        /// Output format: table for people, csv or json for scripts
+        #[arg(long, value_enum, default_value_t = ps::Format::Table, value_name = "FORMAT")]
+        format: ps::Format,
+    },
     /// Connect with the effective settings and print the server, role, version and
     /// latency reached (to debug TLS, ACL, Sentinel and Cluster set-ups)
     #[command(after_long_help = help::PING)]
@@ -343,6 +352,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             queues,
             scan,
         } => cmd_stats(&config, format, queues.as_deref(), scan),
+        Command::Ps { format } => cmd_ps(&config, format),
         Command::Ping => cmd_ping(&config),
         Command::Completions { shell } => cmd_completions(shell),
     }
@@ -696,14 +706,15 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
                 write_error.get_or_insert(e);
             }
         };
-        Ok(check::Check::new(store, repair, &settings, emit).run()?)
+        let walk = check::Check::new(store, repair, &settings, emit);
+        Ok(walk.overdue_after(config.overdue_after).run()?)
     })?;
     if let Some(e) = write_error {
         return Err(Error::io("cannot write output", e.into()));
     }
     let remaining = summary.problems - summary.repaired.min(summary.problems);
     say!(
-        "check: {} problem(s) in {} job(s) across {} queue(s){}{}",
+        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}",
         summary.problems,
         summary.jobs,
         summary.queues,
@@ -714,6 +725,14 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         },
         if summary.held > 0 {
             format!(", {} job(s) held (failed or BAD)", summary.held)
+        } else {
+            String::new()
+        },
+        if summary.overdue > 0 {
+            format!(
+                ", {} job(s) overdue (no dispatcher runs, or HALT is set)",
+                summary.overdue
+            )
         } else {
             String::new()
         },
@@ -743,7 +762,11 @@ fn cmd_stats(
         Some(text) => stats::parse_queue_names(text)?,
         None => Vec::new(),
     };
-    let opts = stats::Options { queues, scan };
+    let opts = stats::Options {
+        queues,
+        scan,
+        overdue_after: config.overdue_after,
+    };
     let probe = Probe::of(config);
     let figures = with_store(config, |store| {
         stats::collect(store, &opts, &probe, timestamp::now())
@@ -751,6 +774,21 @@ fn cmd_stats(
     out()
         .write_all(stats::render(&figures, format).as_bytes())
         .map_err(|e| Error::io("cannot write output", e))?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
+    let listed = with_store(config, |store| Ok(registry::list(store)?))?;
+    let text = ps::render(&listed, format, timestamp::now())?;
+    out()
+        .write_all(&text)
+        .map_err(|e| Error::io("cannot write output", e))?;
+    if listed.is_empty() && format == ps::Format::Table {
+        say!(
+            "redbike: no dispatcher or worker is registered under prefix {} (Python processes never are)",
+            config.prefix
+        );
+    }
     Ok(ExitCode::Success)
 }
 

@@ -22,6 +22,7 @@ use crate::{
     redis::keys::Keys,
     redis::link::Link,
     redis::listener::{self, Heard},
+    redis::registry::{self, Registration},
     redis::retry::Trouble,
     redis::scripts,
     redis::store::{PlaceItem, Store},
@@ -61,23 +62,43 @@ pub struct Pass {
     /// Of the deferred, jobs whose queue's keys hold other types (`redbike check`
     /// names them): they wait on the timeline rather than fail the pass.
     pub odd: usize,
+    /// The heartbeat it carried: 1 written, 0 none, -1 refused (see
+    /// [`crate::redis::registry`]).
+    pub beat: i64,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches.
 pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
+    pass_with(store, point, None)
+}
+
+/// [`pass`], its first batch carrying a heartbeat (keys and arguments from
+/// [`Registration::beat_for_script`]).
+pub fn pass_with(
+    store: &mut Store<'_>,
+    point: i64,
+    mut beat: Option<([String; 2], [String; 3])>,
+) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        type Reply = (usize, usize, usize, i64, Option<f64>, usize, f64);
-        let (taken, enqueued, deferred, halted, lease, odd, clock): Reply = scripts::DISPATCH
-            .key(&store.keys.timeline)
+        type Reply = (usize, usize, usize, i64, Option<f64>, usize, f64, i64);
+        let mut call = scripts::DISPATCH.prepare_invoke();
+        call.key(&store.keys.timeline)
             .key(&store.keys.statuses)
             .key(&store.keys.control)
             .key(&store.keys.leases)
             .arg(&store.keys.prefix)
             .arg(point)
             .arg(BATCH)
-            .arg(timestamp::now())
-            .invoke(store.con)?;
+            .arg(timestamp::now());
+        if let Some((keys, args)) = beat.take() {
+            call.key(&keys[..]).arg(&args[..]);
+        }
+        let (taken, enqueued, deferred, halted, lease, odd, clock, beat_result): Reply =
+            call.invoke(store.con)?;
+        if beat_result != 0 {
+            total.beat = beat_result; // only the first batch carries one
+        }
         total.taken += taken;
         total.enqueued += enqueued;
         total.deferred += deferred;
@@ -115,6 +136,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut odd_logged = false;
     let mut recovery = Recovery::new(Settings::from_config(config));
     let mut watch = Watch::new(config, "dispatcher");
+    let mut registration = Registration::new(config, registry::DISPATCHER, Vec::new(), None);
     while !shutdown.requested() {
         // An error that retrying cannot fix, before any pass worked: a dispatcher that
         // can never pass exits (EX_CONFIG) rather than retry for ever.
@@ -130,7 +152,9 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         };
         let mut store = Store { con, keys: &keys };
         if !started {
-            if let Err(e) = start(&mut store, &options.preload, &Probe::of(config)) {
+            let started_up = start(&mut store, &options.preload, &Probe::of(config))
+                .and_then(|()| Ok(registration.register(store.con)?));
+            if let Err(e) = started_up {
                 link_failed(&mut link, e)?;
                 continue;
             }
@@ -147,7 +171,10 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         // (after an outage that is the timefile's instant).
         let result = looked
             .and_then(|()| catchup::skip_late(&mut store, config, timestamp::now()))
-            .and_then(|_| pass(&mut store, point))
+            .and_then(|_| {
+                let beat = registration.due().then(|| registration.beat_for_script());
+                pass_with(&mut store, point, beat)
+            })
             .and_then(|p| {
                 recovery.tick(
                     &mut store,
@@ -162,6 +189,9 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                 link.ok();
                 link.settle();
                 log_pass(&p, point);
+                if p.beat != 0 {
+                    registration.note_script(p.beat);
+                }
                 if (p.odd > 0) != odd_logged {
                     odd_logged = p.odd > 0;
                     if odd_logged {
@@ -183,6 +213,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                 }
                 if p.halted {
                     crate::log_info!("dispatcher stopping: control key says HALT");
+                    registration.deregister(link.current());
                     return Ok(());
                 }
             }
@@ -197,6 +228,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         point = timestamp::now();
     }
     crate::log_info!("dispatcher stopping on signal");
+    registration.deregister(link.current());
     Ok(())
 }
 

@@ -46,6 +46,9 @@ pub struct Summary {
     pub repaired: usize,
     /// Jobs held out of circulation on purpose: failed (status DIE) or marked BAD.
     pub held: usize,
+    /// Jobs overdue: due on the timeline for longer than `overdue-after` (no
+    /// dispatcher runs, or HALT is set); reported, not problems of the data.
+    pub overdue: usize,
 }
 
 /// The walk; `emit` receives each finding as it is found.
@@ -62,6 +65,8 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     summary: Summary,
     /// The type of each key of the prefix (a key not here does not exist).
     types: HashMap<String, String>,
+    /// Timeline jobs due before this instant are reported as overdue.
+    overdue_before: i64,
 }
 
 impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
@@ -74,7 +79,14 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             emit,
             summary: Summary::default(),
             types: HashMap::new(),
+            overdue_before: i64::MIN,
         }
+    }
+
+    /// Reports jobs due on the timeline for longer than `seconds` as `overdue`.
+    pub fn overdue_after(mut self, seconds: u64) -> Self {
+        self.overdue_before = crate::schedule::timestamp::now().saturating_sub(seconds as i64);
+        self
     }
 
     /// Walks queues, timeline, statuses and schedules, in that order (so jobs that queue
@@ -132,6 +144,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.failures.clone(), "hash"),
             (k.leases.clone(), "zset"),
             (k.fencing.clone(), "string"),
+            (k.procs.clone(), "set"),
         ];
         let head = format!("{}-work-", k.prefix);
         let pattern = format!("{}-*", glob_escape(&k.prefix));
@@ -150,7 +163,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 .extend(keys.into_iter().zip(types).filter(|(_, ty)| ty != "none"));
         }
         let mut queues = BTreeSet::new();
-        let mut findings = Vec::new();
+        let mut findings = self.check_process_keys()?;
         for (key, ty) in &self.types {
             if let Some((_, want)) = fixed.iter().find(|(name, _)| name == key) {
                 if ty != want {
@@ -194,6 +207,30 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         Ok(queues)
     }
 
+    /// The description key `P-proc-ID` of each registered id holds a string (the key
+    /// of an id not registered may be another prefix's: `P-proc` is a prefix too).
+    fn check_process_keys(&mut self) -> RedisResult<Vec<(&'static str, String)>> {
+        let procs = self.store.keys.procs.clone();
+        if self.types.get(&procs).is_none_or(|t| t != "set") {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = redis::cmd("SMEMBERS").arg(&procs).query(self.store.con)?;
+        let mut findings = Vec::new();
+        for id in ids {
+            let key = self.store.keys.proc(&id);
+            match self.types.get(&key).map(String::as_str) {
+                None | Some("string") => {}
+                Some(ty) => findings.push((
+                    "odd-key",
+                    format!(
+                        "{key} holds a {ty} where redbike keeps a string (a process's description)"
+                    ),
+                )),
+            }
+        }
+        Ok(findings)
+    }
+
     fn found(
         &mut self,
         kind: &'static str,
@@ -210,6 +247,11 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if kind == "held" || kind == "bad" {
             (self.emit)(&f);
             self.summary.held += 1;
+            return Ok(());
+        }
+        if kind == "overdue" {
+            (self.emit)(&f);
+            self.summary.overdue += 1;
             return Ok(());
         }
         // Confirm (or fix) atomically: the walk is not a snapshot, and a job that moved
@@ -475,6 +517,19 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 }
                 (_, true, true) => {
                     self.found("queued-while-running", id, q, format!("queue {q}"))?
+                }
+                (true, false, false) if due.is_some_and(|d| d < self.overdue_before) => {
+                    let d = due.unwrap_or_default();
+                    self.found(
+                        "overdue",
+                        id,
+                        q,
+                        format!(
+                            "due since {} ({}s); not repaired: no dispatcher runs, or HALT is set (see redbike ps, redbike control RESUME)",
+                            crate::schedule::timestamp::iso_utc(d),
+                            crate::schedule::timestamp::now().saturating_sub(d)
+                        ),
+                    )?
                 }
                 _ => {}
             }

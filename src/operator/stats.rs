@@ -2,9 +2,10 @@
 //! monitoring (Prometheus text exposition format, for node_exporter's textfile
 //! collector).
 //!
-//! The default path reads with cheap commands only: HLEN, GET, ZCARD, ZCOUNT, a
+//! The default path reads with cheap commands only: HLEN, GET, ZCARD, two ZCOUNT, a
 //! one-member ZRANGE, and per named queue LLEN, LINDEX and one HGET, in three round
-//! trips whatever the size of the data. Two figures need a walk over data that grows
+//! trips whatever the size of the data; then the registered processes (SMEMBERS, and
+//! GET and PTTL per process, two round trips that grow with the fleet, not the data). Two figures need a walk over data that grows
 //! with the number of jobs, so they are only read with `--scan`: the queues that exist
 //! (SCAN of `P-work-*`, which walks the whole keyspace) and the counts per status event
 //! (HSCAN of `P-statuses`).
@@ -41,6 +42,8 @@ pub struct Options {
     pub queues: Vec<String>,
     /// Also walk the keyspace for every queue and the statuses for counts per event.
     pub scan: bool,
+    /// Seconds a job may be due before it counts as overdue (`overdue-after`).
+    pub overdue_after: u64,
 }
 
 /// The figures of one prefix at one instant.
@@ -71,6 +74,35 @@ pub struct Stats {
     pub lease_keys: Option<u64>,
     /// The Redis settings that lose jobs, from INFO (`None` when INFO is refused).
     pub redis: Option<Health>,
+    /// Registered dispatchers and workers alive (`None` when `P-procs` holds another
+    /// type). Python processes never register, so they are not counted.
+    pub alive: Option<Alive>,
+    /// Jobs due for longer than `overdue-after` and not yet dispatched.
+    pub overdue: Overdue,
+}
+
+/// The registered processes alive (see [`crate::redis::registry`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alive {
+    /// Dispatchers alive.
+    pub dispatchers: u64,
+    /// Workers alive.
+    pub workers: u64,
+    /// Workers alive per queue: every queue reported (0 when none works it) and every
+    /// queue a live worker works.
+    pub workers_per_queue: BTreeMap<String, u64>,
+}
+
+/// Overdue jobs: on the timeline with a score older than `now - after_seconds`. A
+/// dispatcher moves a due job within a second, so these mean that no dispatcher runs,
+/// or HALT is set. Queued and running jobs are never on the timeline (a running job
+/// due again is pushed a second ahead), so they are not counted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overdue {
+    /// Jobs overdue (ZCOUNT).
+    pub jobs: u64,
+    /// The threshold, `overdue-after`.
+    pub after_seconds: u64,
 }
 
 /// Figures of `P-timeline`.
@@ -98,7 +130,7 @@ pub struct Queue {
 
 /// Reads the figures; `probe` reads the Redis settings (one more round trip).
 pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -> Result<Stats> {
-    let mut stats = read_cheap(store, now)?;
+    let mut stats = read_cheap(store, now, opts.overdue_after)?;
     stats.redis = probe.query(store.con)?.ok();
     let mut names: BTreeSet<String> = opts.queues.iter().cloned().collect();
     if opts.scan {
@@ -111,20 +143,52 @@ pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -
         stats.scanned = true;
     }
     stats.queues = read_queues(store, &names, now)?;
+    stats.alive = match crate::redis::registry::list(store) {
+        Ok(listed) => Some(count_alive(&listed, &names)),
+        Err(e) if crate::error::is_wrong_type(&e) => None,
+        Err(e) => return Err(e.into()),
+    };
     Ok(stats)
 }
 
+/// Counts the live processes; every queue of `named` is counted, with 0 workers if
+/// none works it.
+fn count_alive(listed: &[crate::redis::registry::Listed], named: &BTreeSet<String>) -> Alive {
+    let mut alive = Alive {
+        dispatchers: 0,
+        workers: 0,
+        workers_per_queue: named.iter().map(|q| (q.clone(), 0)).collect(),
+    };
+    for l in listed {
+        let d = &l.description;
+        match d.kind.as_str() {
+            crate::redis::registry::DISPATCHER => alive.dispatchers += 1,
+            crate::redis::registry::WORKER => {
+                alive.workers += 1;
+                for q in &d.queues {
+                    *alive.workers_per_queue.entry(q.clone()).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    alive
+}
+
 /// Everything that does not depend on the queues, in one round trip.
-fn read_cheap(store: &mut Store<'_>, now: i64) -> Result<Stats> {
+fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Stats> {
     let k = store.keys;
-    type Reply = (u64, Option<String>, u64, u64, Vec<(Vec<u8>, f64)>, u64);
-    let (schedules, control, jobs, due, oldest, running): Reply = redis::pipe()
+    type Reply = (u64, Option<String>, u64, u64, Vec<(Vec<u8>, f64)>, u64, u64);
+    // Overdue: due strictly longer ago than the threshold.
+    let overdue_before = format!("({}", now.saturating_sub(overdue_after as i64));
+    let (schedules, control, jobs, due, oldest, running, overdue): Reply = redis::pipe()
         .hlen(&k.schedules)
         .get(&k.control)
         .zcard(&k.timeline)
         .zcount(&k.timeline, "-inf", now)
         .zrange_withscores(&k.timeline, 0, 0)
         .zcard(&k.leases)
+        .zcount(&k.timeline, "-inf", overdue_before)
         .query(store.con)?;
     let lateness = match oldest.first() {
         Some((_, score)) if due > 0 => (now - *score as i64).max(0),
@@ -147,6 +211,11 @@ fn read_cheap(store: &mut Store<'_>, now: i64) -> Result<Stats> {
         unparsable_statuses: None,
         lease_keys: None,
         redis: None,
+        alive: None,
+        overdue: Overdue {
+            jobs: overdue,
+            after_seconds: overdue_after,
+        },
     })
 }
 
@@ -313,6 +382,36 @@ fn render_text(s: &Stats) -> String {
             crate::redis::keys::Keys::new(&s.prefix).leases
         ),
     ];
+    match &s.alive {
+        Some(a) => {
+            lines.push(format!(
+                "alive       {} dispatcher(s), {} worker(s) registered (Python processes do not register)",
+                a.dispatchers, a.workers
+            ));
+            if !a.workers_per_queue.is_empty() {
+                let per: Vec<String> = a
+                    .workers_per_queue
+                    .iter()
+                    .map(|(q, n)| format!("{q}: {n}"))
+                    .collect();
+                lines.push(format!("workers     {}", per.join(", ")));
+            }
+        }
+        None => lines.push(format!(
+            "alive       unknown: {} holds another type than a set (see redbike check)",
+            crate::redis::keys::Keys::new(&s.prefix).procs
+        )),
+    }
+    lines.push(match s.overdue.jobs {
+        0 => format!(
+            "overdue     0 (no job due for over {}s)",
+            s.overdue.after_seconds
+        ),
+        n => format!(
+            "overdue     {n} job(s) due for over {}s and not dispatched: no dispatcher runs, or HALT is set",
+            s.overdue.after_seconds
+        ),
+    });
     if s.queues.is_empty() {
         lines.push(
             "queues      none named: use --queues A:B, `queues` in the config, or --scan".into(),
@@ -461,6 +560,37 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
                 .map(|(e, n)| (vec![p(), ("event", e.clone())], *n as i64))
                 .collect(),
         },
+        one(
+            "redbike_overdue_jobs",
+            "Timeline jobs due for longer than overdue-after and not dispatched (no dispatcher runs, or HALT is set).",
+            s.overdue.jobs as i64,
+        ),
+        one(
+            "redbike_overdue_after_seconds",
+            "The overdue-after threshold, in seconds.",
+            s.overdue.after_seconds as i64,
+        ),
+        optional(
+            "redbike_dispatchers_alive",
+            "Registered dispatchers alive (Python processes do not register).",
+            s.alive.as_ref().map(|a| a.dispatchers),
+        ),
+        optional(
+            "redbike_workers_alive",
+            "Registered workers alive (Python processes do not register).",
+            s.alive.as_ref().map(|a| a.workers),
+        ),
+        Gauge {
+            name: "redbike_queue_workers_alive",
+            help: "Registered workers alive that work the queue.",
+            kind: "gauge",
+            samples: s
+                .alive
+                .iter()
+                .flat_map(|a| &a.workers_per_queue)
+                .map(|(q, n)| (vec![p(), ("queue", q.clone())], *n as i64))
+                .collect(),
+        },
         optional(
             "redbike_unparsable_statuses",
             "Status values not of the shape EVENT:TS (needs --scan).",
@@ -594,7 +724,49 @@ mod tests {
                 Some(""),
                 0,
             )),
+            alive: Some(Alive {
+                dispatchers: 1,
+                workers: 2,
+                workers_per_queue: [("A".to_string(), 2u64), ("C".to_string(), 0)]
+                    .into_iter()
+                    .collect(),
+            }),
+            overdue: Overdue {
+                jobs: 4,
+                after_seconds: 60,
+            },
         }
+    }
+
+    #[test]
+    fn alive_and_overdue_in_every_format() {
+        let s = sample();
+        let prom = render_prometheus(&s);
+        for line in [
+            "redbike_dispatchers_alive{prefix=\"p\\\"x\"} 1\n",
+            "redbike_workers_alive{prefix=\"p\\\"x\"} 2\n",
+            "redbike_queue_workers_alive{prefix=\"p\\\"x\",queue=\"C\"} 0\n",
+            "redbike_overdue_jobs{prefix=\"p\\\"x\"} 4\n",
+            "redbike_overdue_after_seconds{prefix=\"p\\\"x\"} 60\n",
+        ] {
+            assert!(prom.contains(line), "{line} in {prom}");
+        }
+        let text = render_text(&s);
+        assert!(
+            text.contains("alive       1 dispatcher(s), 2 worker(s)"),
+            "{text}"
+        );
+        assert!(text.contains("workers     A: 2, C: 0\n"), "{text}");
+        assert!(
+            text.contains("overdue     4 job(s) due for over 60s"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&s, Format::Json)).unwrap();
+        assert_eq!(json["alive"]["workers_per_queue"]["A"], 2);
+        assert_eq!(json["overdue"]["jobs"], 4);
+        let mut unknown = s.clone();
+        unknown.alive = None;
+        assert!(!render_prometheus(&unknown).contains("alive"));
     }
 
     #[test]

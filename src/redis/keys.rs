@@ -12,6 +12,8 @@
 //! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS`, `REC:TS`, `FNC:TS` or `SKP:TS` (new here) |
 //! | `P-leases` | sorted set | running job id -> when to recover it if its worker stops refreshing, on Redis's clock (new here) |
 //! | `P-fencing` | string | the last fencing token given to a run (new here) |
+//! | `P-procs` | set | ids of the registered dispatchers and workers (new here) |
+//! | `P-proc-ID` | string, expiring | the JSON description of process `ID`, kept alive by its heartbeats (new here) |
 //!
 //! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
 //! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
@@ -37,6 +39,9 @@ pub struct Keys {
     pub leases: String,
     /// `P-fencing`: the counter of fencing tokens, one per run claimed by our workers.
     pub fencing: String,
+    /// `P-procs`: the ids of registered dispatchers and workers (see
+    /// [`crate::redis::registry`]; unknown to the original, harmless).
+    pub procs: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -115,6 +120,7 @@ impl Keys {
             failures: format!("{prefix}-failures"),
             leases: format!("{prefix}-leases"),
             fencing: format!("{prefix}-fencing"),
+            procs: format!("{prefix}-procs"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }
@@ -133,6 +139,11 @@ impl Keys {
     /// `P-work-Q-JOBID`, the lease key of a running job.
     pub fn lease(&self, jobid: &str) -> String {
         format!("{}-work-{}-{jobid}", self.prefix, queue_of(jobid))
+    }
+
+    /// `P-proc-ID`, the description of registered process `id`.
+    pub fn proc(&self, id: &str) -> String {
+        format!("{}-proc-{id}", self.prefix)
     }
 
     /// The channel that wakes workers of queue `queue`.

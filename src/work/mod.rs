@@ -35,6 +35,7 @@ use crate::{
     redis::keys::{queue_of, Keys},
     redis::link::Link,
     redis::listener::{self, Heard},
+    redis::registry::{self, Registration},
     redis::scripts,
     schedule::timestamp,
     schedule::{Placement, Schedule},
@@ -402,6 +403,8 @@ struct Flight {
     poll: bool,
     /// Replies of its look at the Redis settings (0: none; see `crate::redis::hazards`).
     health: usize,
+    /// Replies of its heartbeat (0: none; see `crate::redis::registry`).
+    beats: usize,
     /// When it refreshes the running index: the instant the jobs it finds running
     /// when its reply comes are confirmed from (the oldest round trip then in flight,
     /// whose claims the refresh could not name yet).
@@ -546,6 +549,12 @@ pub fn run(
     });
     let pool = Arc::new(Pool::new(settings.concurrency));
     let slots = spawn_slots(&worker, settings.concurrency, &pool, &tx)?;
+    let registration = Registration::new(
+        config,
+        registry::WORKER,
+        cycle.queues.clone(),
+        Some(settings.concurrency),
+    );
     let mut lp = Loop {
         worker,
         settings,
@@ -567,8 +576,10 @@ pub fn run(
         started: false,
         shutdown: shutdown.clone(),
         watch: Watch::new(config, "worker"),
+        registration,
     };
     let result = lp.run(config, &rx, tx);
+    lp.registration.deregister(lp.link.current());
     pool.close();
     if result.is_ok() || pool.lock().running.is_empty() {
         // After an orderly stop (or a failed start) no job runs: the slots exit at
@@ -654,6 +665,8 @@ struct Loop {
     shutdown: Shutdown,
     /// Looks at the Redis settings that lose jobs, with the poll, once a minute.
     watch: Watch,
+    /// This worker's entry in the registry of live processes; heart-beats with the poll.
+    registration: Registration,
     /// The queues the last claim skipped (their keys hold other types), as indexes
     /// into the cycle's queues with why: logged when this changes.
     skipped: Vec<(usize, String)>,
@@ -709,7 +722,11 @@ impl Loop {
         let Some(con) = self.link.get() else {
             return false;
         };
-        match redis::cmd("DEL").arg(&self.keys.control).exec(con) {
+        let done = redis::cmd("DEL")
+            .arg(&self.keys.control)
+            .exec(con)
+            .and_then(|()| self.registration.register(con));
+        match done {
             Ok(()) => {
                 self.link.ok();
                 self.started = true;
@@ -1079,6 +1096,7 @@ impl Loop {
             pipe.cmd("MGET").arg(leases);
         }
         let mut health = 0;
+        let mut beats = 0;
         if poll {
             pipe.cmd("EXISTS").arg(
                 self.cycle
@@ -1090,6 +1108,9 @@ impl Loop {
             pipe.get(&self.keys.control);
             if self.watch.due() {
                 health = self.watch.add_to(&mut pipe);
+            }
+            if self.registration.due() {
+                beats = self.registration.add_to(&mut pipe);
             }
         }
         // The refresh is sent after everything this round trip claims (its jobs are
@@ -1127,6 +1148,7 @@ impl Loop {
             verify,
             poll,
             health,
+            beats,
             confirms,
             fence: fence.map(|(replicas, _)| replicas),
             replies: pipe.len(),
@@ -1477,6 +1499,9 @@ impl Loop {
             }
             if flight.health > 0 {
                 self.watch.read(&mut replies);
+            }
+            if flight.beats > 0 {
+                self.registration.read(&mut replies);
             }
         }
         if let Some(from) = flight.confirms {

@@ -290,3 +290,30 @@ fn python_reads_a_skip_and_its_dispatcher_runs_late_jobs_once() {
     let queued: Vec<String> = s.con().lrange("t-work-A", 0, -1).unwrap();
     assert_eq!(queued, ["late:A"]);
 }
+
+#[test]
+fn python_processes_do_not_register_and_overdue_counts_their_jobs() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    let stats = || -> serde_json::Value {
+        let out = bike(&s, d.path()).args(["stats", "--format", "json"]).ok();
+        serde_json::from_str(&out).unwrap()
+    };
+    // A job Python set, due five minutes ago: overdue while no dispatcher runs.
+    py(&p, &s, &d, &["set", "late:A", "FREQ=HOURLY"]);
+    let _: () = s.con().zadd("t-timeline", "late:A", now() - 300).unwrap();
+    assert_eq!(stats()["overdue"]["jobs"], 1);
+    // Python's dispatcher moves it: no longer overdue, yet no dispatcher is alive.
+    py(&p, &s, &d, &["dispatch_once"]);
+    let st = stats();
+    assert_eq!(st["overdue"]["jobs"], 0, "{st}");
+    assert_eq!(st["alive"]["dispatchers"], 0, "{st}");
+    // Python's worker runs it, and never registers.
+    let ran = py(&p, &s, &d, &["work", "A", "1"]);
+    assert_eq!(ran.trim(), "late:A");
+    let registry: Vec<String> = s.con().keys("t-proc*").unwrap();
+    assert!(registry.is_empty(), "{registry:?}");
+    let listed = bike(&s, d.path()).args(["ps", "--format", "csv"]).ok();
+    assert_eq!(listed.lines().count(), 1, "only the header: {listed}");
+}

@@ -14,6 +14,7 @@ mod hazards;
 mod interop;
 mod jitter;
 mod liveness;
+mod liveness_registry;
 mod oneoff;
 mod operator;
 mod ops;

@@ -2,5 +2,5 @@
 
 mod completions;
 mod logs;
-mod stats;
+pub(crate) mod stats;
 mod systemd;

@@ -42,6 +42,7 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "lpos",
     "sadd",
     "srem",
+    "smembers",
     "sismember",
     "smismember",
     "sscan",
@@ -364,6 +365,7 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
         .args(["stats", "--scan", "--format", "prometheus"])
         .ok();
     assert!(scanned.contains("redbike_"), "{scanned}");
+    rb().args(["ps", "--format", "csv"]).ok();
 
     // No command was refused (Redis logs every refusal in the ACL log).
     let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();

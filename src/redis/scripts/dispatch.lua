@@ -3,15 +3,18 @@
 -- occurrence twice). Also reads the control key, so an idle pass costs one round trip.
 -- Also returns the earliest recovery time of the running index, so recovery costs
 -- nothing while no worker has vanished, and Redis's clock (TIME) to compare it with.
--- KEYS: timeline, statuses, control, leases
--- ARGV: prefix, point in time, limit, now
+-- Also carries the dispatcher's heartbeat when one is due (see registry.rs), so that
+-- registering costs an idle dispatcher no round trip of its own.
+-- KEYS: timeline, statuses, control, leases[, procs, this dispatcher's description key]
+-- ARGV: prefix, point in time, limit, now[, process id, description (JSON), ttl]
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
 -- second, so a run placed while it ran is not lost (0.13.1 drops it); a job already in
 -- its queue leaves the timeline (it is in one place only).
 -- Returns {taken, enqueued, deferred (running, or its queue's keys of another type),
 -- halted 0/1, earliest recovery or false, deferred for their queue's keys' types,
 -- Redis's clock (seconds, as a string: an integer reply would cut it; "0" when the
--- running index is empty)}
+-- running index is empty), heartbeat: 1
+-- written, 0 none asked, -1 refused (procs holds another type: the pass goes on)}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
 -- An idle pass only reads (the control key, the heads of the running index and of the
@@ -41,8 +44,19 @@ local halted = control == "HALT" and 1 or 0
 local lease = head[2] or false
 -- Redis's clock, only needed to compare the earliest recovery instant with.
 local clock = lease and string.format("%.6f", redis_time()) or "0"
+-- The heartbeat: SADD first (it fails on a key of another type, before anything is
+-- written), then the description.
+local beat = 0
+if ARGV[5] then
+  if bad_number(ARGV[7], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[5], ARGV[5])) then
+    beat = -1
+  else
+    redis.call("SET", KEYS[6], ARGV[6], "EX", ARGV[7])
+    beat = 1
+  end
+end
 if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease, 0, clock}
+  return {0, 0, 0, halted, lease, 0, clock, beat}
 end
 -- Due jobs: from here on the pass writes, so every key it touches is checked first.
 local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset"},
@@ -97,4 +111,4 @@ for _, q in ipairs(order) do
     enqueued = enqueued + #push
   end
 end
-return {#due, enqueued, deferred, halted, lease, odd, clock}
+return {#due, enqueued, deferred, halted, lease, odd, clock, beat}

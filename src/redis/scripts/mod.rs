@@ -38,3 +38,5 @@ pub static REPAIR: LazyLock<Script> = script!("repair.lua");
 pub static PLACE_MANY: LazyLock<Script> = script!("place_many.lua");
 /// `check`: where a batch of jobs is, atomically.
 pub static PLACES: LazyLock<Script> = script!("places.lua");
+/// `dispatch` and `work`: register as a live process, dropping expired ones.
+pub static REGISTER: LazyLock<Script> = script!("register.lua");

@@ -90,6 +90,12 @@ fn json_with_scan_has_every_figure() {
         "statuses": {"ENQ": 3, "TML": 3, "WRK": 1},
         "unparsable_statuses": 1,
         "lease_keys": 1,
+        "alive": {
+            "dispatchers": 0,
+            "workers": 0,
+            "workers_per_queue": {"A": 0, "B": 0, "C": 0, "Z": 0, "my-q": 0},
+        },
+        "overdue": {"jobs": 2, "after_seconds": 60},
     });
     assert_eq!(got, expected);
 }
@@ -142,6 +148,7 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
         "hget",
         "info",
         "config|get",
+        "smembers",
     ];
     // Connection set-up and this test's own INFO and CONFIG.
     let setup = [
@@ -192,6 +199,9 @@ halted      yes
 schedules   7
 timeline    3 job(s), 2 due, the oldest due {}s late
 running     2 (from t-leases; Python workers' jobs are not counted)
+alive       0 dispatcher(s), 0 worker(s) registered (Python processes do not register)
+workers     A: 0, B: 0
+overdue     2 job(s) due for over 60s and not dispatched: no dispatcher runs, or HALT is set
 queue       A: 2 waiting, the oldest for {}s
 queue       B: 1 waiting, the oldest for an unknown time (its status is not ENQ)
 ",
@@ -241,7 +251,7 @@ fn valid_name(name: &str) -> bool {
 
 /// Checks the text exposition format and returns every sample: HELP and TYPE before
 /// the samples of a family, each family in one block, each series once.
-fn parse_exposition(text: &str) -> BTreeMap<Series, f64> {
+pub(crate) fn parse_exposition(text: &str) -> BTreeMap<Series, f64> {
     assert!(text.ends_with('\n'));
     let mut samples = BTreeMap::new();
     let mut typed: BTreeMap<String, bool> = BTreeMap::new(); // name -> HELP seen
@@ -331,6 +341,15 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
             t - 100,
         ),
         (series("redbike_running_jobs", &[]), 2),
+        (series("redbike_overdue_jobs", &[]), 2),
+        (series("redbike_overdue_after_seconds", &[]), 60),
+        (series("redbike_dispatchers_alive", &[]), 0),
+        (series("redbike_workers_alive", &[]), 0),
+        (q("redbike_queue_workers_alive", "A"), 0),
+        (q("redbike_queue_workers_alive", "B"), 0),
+        (q("redbike_queue_workers_alive", "C"), 0),
+        (q("redbike_queue_workers_alive", "Z"), 0),
+        (q("redbike_queue_workers_alive", "my-q"), 0),
         (q("redbike_queue_length", "A"), 2),
         (q("redbike_queue_length", "B"), 1),
         (q("redbike_queue_length", "C"), 0),
