@@ -17,6 +17,7 @@ use crate::limits;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
+pub use crate::policy::OnFailure;
 use crate::work::output::Limits;
 
 /// The file read when no config file is named and it exists.
@@ -62,16 +63,6 @@ pub struct Overrides {
     pub redis_url: Option<String>,
     /// `--prefix` or `$REDBIKE_PREFIX`.
     pub prefix: Option<String>,
-}
-
-/// What a worker does with a job whose command failed (status DIE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum OnFailure {
-    /// Leave the job out of circulation, as the original does; find it with `statuses`.
-    Hold,
-    /// Keep status DIE visible and put the job back per its schedule.
-    Reschedule,
 }
 
 /// Settings of `redbike work`; all optional in the file, flags beat them.

@@ -30,10 +30,12 @@
 //! - `work/`: `redbike work`. Everything in `work/mod.rs` for now: the public API (`Job`,
 //!   `Outcome`, the `Worker` job-runner trait, `Settings`), the worker loop (`run` and
 //!   `Loop`), the claim logic (`Cycle`, `Loop::wanted`, `claim_invocation`, with
-//!   `claim.lua`), and the after-run policy (`decide`, `decide_recovery`), which moves to
-//!   its own `src/policy.rs` next. Beside it: the claimed jobs shared with the slot
+//!   `claim.lua`). Beside it: the claimed jobs shared with the slot
 //!   threads (`pool.rs`), the command runner (`runner.rs`), spawning (`spawn.rs`), job
 //!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
+//! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
+//!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
+//!   it in (`Action`, `Mode`); the worker, recovery and `check` decide there.
 //! - `operator/`: commands that read or repair a prefix: `check.rs`, `stats.rs`,
 //!   `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`,
 //!   `ps.rs` (the table, CSV and JSON of `redbike ps`),
@@ -55,6 +57,7 @@ pub mod jobid;
 pub mod limits;
 pub mod log;
 pub mod operator;
+mod policy;
 pub mod redis;
 pub mod schedule;
 pub mod shutdown;

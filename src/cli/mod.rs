@@ -23,6 +23,7 @@ use crate::{
     operator::loader,
     operator::ps,
     operator::stats,
+    policy::Policy,
     redis::hazards::{self, Probe},
     redis::registry,
     redis::store::{with_store, PlaceItem, Placed},
@@ -689,7 +690,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
 }
 
 fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
-    let settings = work::Settings::from_config(config);
+    let policy = Policy::from_config(config);
     let mut rows = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());
@@ -706,7 +707,7 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
                 write_error.get_or_insert(e);
             }
         };
-        let walk = check::Check::new(store, repair, &settings, emit);
+        let walk = check::Check::new(store, repair, &policy, emit);
         Ok(walk.overdue_after(config.overdue_after).run()?)
     })?;
     if let Some(e) = write_error {

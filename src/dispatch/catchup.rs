@@ -13,6 +13,7 @@
 use crate::{
     config::{CatchUpPolicy, Config},
     jitter,
+    policy::Action,
     redis::keys::queue_of,
     redis::scripts,
     redis::store::Store,
@@ -105,10 +106,7 @@ fn skip(
             Ok(Ok(Placement::Stop)) => None,
             _ => return Ok(false),
         };
-    let (action, at) = match next {
-        Some(ts) => ("timeline", ts),
-        None => ("stop", 0),
-    };
+    let (action, at) = Action::from(next.map_or(Placement::Stop, Placement::Timeline)).wire();
     let reply: String = scripts::SKIP
         .key(&store.keys.timeline)
         .key(&store.keys.statuses)

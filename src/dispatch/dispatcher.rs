@@ -18,6 +18,7 @@ use crate::{
     dispatch::timefile,
     error::{Error, Result},
     operator::loader,
+    policy::Policy,
     redis::hazards::{Probe, Watch},
     redis::keys::Keys,
     redis::link::Link,
@@ -28,7 +29,6 @@ use crate::{
     redis::store::{PlaceItem, Store},
     schedule::timestamp,
     shutdown::Shutdown,
-    work::Settings,
 };
 
 /// Due jobs moved per Lua call.
@@ -134,7 +134,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut timefile_retry = Instant::now();
     let mut written = None;
     let mut odd_logged = false;
-    let mut recovery = Recovery::new(Settings::from_config(config));
+    let mut recovery = Recovery::new(Policy::from_config(config));
     let mut watch = Watch::new(config, "dispatcher");
     let mut registration = Registration::new(config, registry::DISPATCHER, Vec::new(), None);
     while !shutdown.requested() {

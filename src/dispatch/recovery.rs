@@ -19,10 +19,10 @@ use std::{
 use redis::RedisResult;
 
 use crate::{
+    policy::{decide_recovery, Policy},
     redis::keys::queue_of,
     redis::scripts,
     redis::store::Store,
-    work::{decide_recovery, Settings},
 };
 
 /// After Redis comes back, how long to wait before recovering: workers need a moment to
@@ -46,8 +46,8 @@ const ODD_AGAIN: f64 = 30.0;
 
 /// Recovery state of one dispatcher.
 pub struct Recovery {
-    /// How jobs are put back (schedule zone, failure delay).
-    settings: Settings,
+    /// How jobs are put back (schedule zone, failure delay, jitter).
+    policy: Policy,
     /// No recovery before this instant.
     quiet_until: Instant,
     /// Jobs seen out of circulation, with when they were first seen.
@@ -63,9 +63,9 @@ pub struct Recovery {
 
 impl Recovery {
     /// Recovery with the given settings; the first sweep step is due at once.
-    pub fn new(settings: Settings) -> Recovery {
+    pub(crate) fn new(policy: Policy) -> Recovery {
         Recovery {
-            settings,
+            policy,
             quiet_until: Instant::now(),
             suspects: HashMap::new(),
             cursor: 0,
@@ -114,7 +114,7 @@ impl Recovery {
         how: &str,
         now: i64,
     ) -> RedisResult<Option<bool>> {
-        match recover_job(store, id, how, now, &self.settings) {
+        match recover_job(store, id, how, now, &self.policy) {
             Err(e) if crate::error::is_wrong_type(&e) => {
                 if self.odd.insert(id.to_string()) {
                     crate::log_warn!(
@@ -212,12 +212,12 @@ impl Recovery {
 
 /// Recovers one job if recover.lua still finds it lost (`how`: `index` or `orphan`);
 /// true if it was put back.
-pub fn recover_job(
+pub(crate) fn recover_job(
     store: &mut Store<'_>,
     id: &str,
     how: &str,
     now: i64,
-    settings: &Settings,
+    policy: &Policy,
 ) -> RedisResult<bool> {
     let mut schedule: Option<String> = redis::cmd("HGET")
         .arg(&store.keys.schedules)
@@ -225,8 +225,8 @@ pub fn recover_job(
         .query(store.con)?;
     // The schedule may change under us (set/unset); decide again then, a few times.
     for _ in 0..3 {
-        let (action, due, stored) =
-            decide_recovery(id, schedule.as_deref(), now, settings).unwrap_or(("bad", 0, None));
+        let decision = decide_recovery(id, schedule.as_deref(), now, policy);
+        let (action, due) = decision.mode.recover_wire();
         let mut inv = scripts::RECOVER.prepare_invoke();
         for key in store.keys.job_keys(id) {
             inv.key(key);
@@ -238,7 +238,7 @@ pub fn recover_job(
             .arg(action)
             .arg(due)
             .arg(now)
-            .arg(stored.unwrap_or(""))
+            .arg(decision.store.unwrap_or(""))
             .arg(store.keys.queue_wake(queue_of(id)))
             .arg(&store.keys.timeline_wake);
         let reply: Vec<Option<String>> = inv.invoke(store.con)?;

@@ -10,11 +10,11 @@ use redis::RedisResult;
 
 use crate::{
     dispatch::recovery,
+    policy::Policy,
     redis::keys::{glob_escape, is_lease_name, queue_collision, queue_of},
     redis::scripts,
     redis::store::{Place, Scan, Store},
     schedule::Schedule,
-    work::Settings,
 };
 
 /// Items read per SCAN-family call and per pipelined check.
@@ -58,7 +58,7 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     /// Whether to fix what is found.
     repair: bool,
     /// For recovering jobs out of circulation.
-    settings: &'a Settings,
+    policy: &'a Policy,
     /// Receives findings.
     emit: F,
     /// Counts.
@@ -71,11 +71,11 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
 
 impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     /// A check of `store`'s prefix.
-    pub fn new(store: &'a mut Store<'s>, repair: bool, settings: &'a Settings, emit: F) -> Self {
+    pub(crate) fn new(store: &'a mut Store<'s>, repair: bool, policy: &'a Policy, emit: F) -> Self {
         Check {
             store,
             repair,
-            settings,
+            policy,
             emit,
             summary: Summary::default(),
             types: HashMap::new(),
@@ -404,7 +404,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if self.repair {
             for id in lost {
                 let now = crate::schedule::timestamp::now();
-                match recovery::recover_job(self.store, &id, "orphan", now, self.settings) {
+                match recovery::recover_job(self.store, &id, "orphan", now, self.policy) {
                     Ok(true) => self.summary.repaired += 1,
                     Ok(false) => {}
                     // One of its keys is of another type (reported by check_keys).

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::{
     config::Config,
     error::{Error, Result},
+    policy::Action,
     redis::keys::{queue_of, Keys},
     redis::scripts,
     redis::topology::{must_reconnect, Mode, Reached, Topology},
@@ -143,14 +144,6 @@ fn reach_with(topology: &Topology, config: &Config, timeout: Duration) -> Result
     })
 }
 
-fn action(placement: Placement) -> (&'static str, i64) {
-    match placement {
-        Placement::Enqueue => ("enqueue", 0),
-        Placement::Timeline(ts) => ("timeline", ts),
-        Placement::Stop => ("stop", 0),
-    }
-}
-
 /// A SCAN-family walk (SCAN, HSCAN, SSCAN, ZSCAN), one page per call, so callers keep
 /// the connection free for other commands between pages.
 pub struct Scan {
@@ -258,7 +251,7 @@ pub fn acknowledged(con: &mut Connection, config: &Config) -> Result<Option<Erro
 impl Store<'_> {
     /// Stores a schedule and places the job, atomically, waking dispatchers or workers.
     pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
-        let (act, due) = action(item.placement);
+        let (act, due) = Action::from(item.placement).wire();
         let mut inv = scripts::PLACE.prepare_invoke();
         for key in self.keys.job_keys(&item.jobid) {
             inv.key(key);
@@ -291,7 +284,7 @@ impl Store<'_> {
             let mut queues = std::collections::BTreeSet::new();
             let mut earliest: Option<i64> = None;
             for item in batch {
-                let (act, due) = action(item.placement);
+                let (act, due) = Action::from(item.placement).wire();
                 inv.arg(&item.jobid)
                     .arg(&item.stored)
                     .arg(act)

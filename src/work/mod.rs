@@ -17,6 +17,8 @@ mod pool;
 pub mod runner;
 pub mod spawn;
 
+pub use crate::policy::Outcome;
+
 use std::{
     collections::{BTreeMap, VecDeque},
     panic::{catch_unwind, AssertUnwindSafe},
@@ -28,9 +30,8 @@ use chrono_tz::Tz;
 use redis::Value;
 
 use crate::{
-    config::OnFailure,
     error::{Error, Result},
-    jitter,
+    policy::{decide, End, OnFailure, Policy},
     redis::hazards::Watch,
     redis::keys::{queue_of, Keys},
     redis::link::Link,
@@ -38,9 +39,7 @@ use crate::{
     redis::registry::{self, Registration},
     redis::scripts,
     schedule::timestamp,
-    schedule::{Placement, Schedule},
     shutdown::Shutdown,
-    status,
     work::pool::{Ended, Pool, Ready, State},
 };
 
@@ -110,22 +109,6 @@ pub struct Job {
     /// When the run is to be stopped unless its worker confirms it to Redis again
     /// (as of its start; the loop moves it on); `None`: never.
     pub fence_at: Option<Instant>,
-}
-
-/// How a run ended, as the job reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Success; a CONTINUE job waits `backoff` seconds before it runs again.
-    Success {
-        /// Seconds to wait (the original's integer return value).
-        backoff: Option<u64>,
-    },
-    /// The job asks to stop: its schedule becomes STOP (the original's StopWork).
-    Stop,
-    /// The job asks to be removed (the original's UnsetJob).
-    Unset,
-    /// The job failed (status DIE); the text says how.
-    Failed(String),
 }
 
 /// What runs jobs. [`crate::work::runner::CommandWorker`] runs a command per job;
@@ -239,122 +222,16 @@ impl Settings {
             jitter: config.jitter.clone(),
         }
     }
-}
 
-/// How a run ended, as the loop records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum End {
-    /// The job ended by itself.
-    Outcome(Outcome),
-    /// The loop stopped it: it ran past its timeout.
-    TimedOut,
-    /// The loop stopped it: the worker was stopping (HALT, a signal) and the job ran
-    /// past the grace period.
-    Interrupted,
-    /// Its worker vanished mid-run; a dispatcher puts it back.
-    Recovered,
-    /// Its worker stopped it because it could not confirm it to Redis in time.
-    Fenced,
-}
-
-/// What finish.lua is told to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Decision {
-    /// `place`, `unset`, `hold` or `bad`.
-    mode: &'static str,
-    /// Where the job goes (with `place`).
-    placement: Placement,
-    /// A schedule to store first (`STOP` after NOW, AT, or a stop request).
-    store: Option<&'static str>,
-    /// A failure event to record (`DIE`, `TMO`).
-    failure: Option<&'static str>,
-    /// A STOP schedule under a run that did not end by itself: the script queues the
-    /// job again if that was a one-off run, else stops it (oneoff_action, common.lua).
-    oneoff: bool,
-}
-
-impl Decision {
-    /// The action and due time finish.lua and recover.lua take.
-    fn action(&self) -> (&'static str, i64) {
-        match self.placement {
-            Placement::Enqueue => ("enqueue", 0),
-            Placement::Timeline(ts) => ("timeline", ts),
-            Placement::Stop if self.oneoff => ("oneoff", 0),
-            Placement::Stop => ("stop", 0),
+    /// The after-run policy of these settings.
+    pub(crate) fn policy(&self) -> Policy {
+        Policy {
+            on_failure: self.on_failure,
+            failure_delay: self.failure_delay,
+            timezone: self.timezone,
+            jitter: self.jitter.clone(),
         }
     }
-}
-
-/// Decides what becomes of a job after a run, from its current schedule.
-fn decide(jobid: &str, schedule: Option<&str>, end: &End, now: i64, s: &Settings) -> Decision {
-    let failure = match end {
-        End::TimedOut => Some(status::TMO),
-        End::Interrupted => Some(status::INT),
-        End::Recovered => Some(status::REC),
-        End::Fenced => Some(status::FNC),
-        End::Outcome(Outcome::Failed(_)) => Some(status::DIE),
-        _ => None,
-    };
-    let d = |mode, placement, store| Decision {
-        mode,
-        placement,
-        store,
-        failure,
-        oneoff: false,
-    };
-    let Some(text) = schedule.filter(|_| *end != End::Outcome(Outcome::Unset)) else {
-        // Asked to unset, or unset while it ran: the job goes.
-        return d("unset", Placement::Stop, None);
-    };
-    if failure == Some(status::DIE) && s.on_failure == OnFailure::Hold {
-        return d("hold", Placement::Stop, None);
-    }
-    if *end == End::Outcome(Outcome::Stop) {
-        return d("place", Placement::Stop, Some("STOP"));
-    }
-    match Schedule::parse(text) {
-        Err(_) => d("bad", Placement::Stop, None),
-        Ok(Schedule::Now) => d("place", Placement::Enqueue, Some("STOP")),
-        Ok(Schedule::At(ts)) => d("place", Placement::Timeline(ts), Some("STOP")),
-        Ok(Schedule::Stop) => Decision {
-            oneoff: matches!(end, End::Recovered | End::Interrupted | End::Fenced),
-            ..d("place", Placement::Stop, None)
-        },
-        Ok(Schedule::Continue) => {
-            let delay = match end {
-                _ if failure.is_some() => s.failure_delay,
-                End::Outcome(Outcome::Success { backoff: Some(n) }) => *n,
-                _ => 0,
-            };
-            let placement = if delay > 0 {
-                Placement::Timeline(now + delay as i64)
-            } else {
-                Placement::Enqueue
-            };
-            d("place", placement, None)
-        }
-        Ok(recurring @ (Schedule::Rule(_) | Schedule::Cron(_))) => {
-            let offset = jitter::offset_in(&s.jitter, jobid);
-            match jitter::placement(&recurring, now, s.timezone, offset) {
-                Ok(placement) => d("place", placement, None),
-                Err(_) => d("bad", Placement::Stop, None),
-            }
-        }
-    }
-}
-
-/// What recover.lua does with a job whose worker vanished: its action and due time, and
-/// the schedule to store first; `None` when its schedule cannot be parsed. Like a
-/// timeout, recovery ignores `on-failure`.
-pub fn decide_recovery(
-    jobid: &str,
-    schedule: Option<&str>,
-    now: i64,
-    s: &Settings,
-) -> Option<(&'static str, i64, Option<&'static str>)> {
-    let d = decide(jobid, schedule, &End::Recovered, now, s);
-    let (action, due) = d.action();
-    (d.mode != "bad").then_some((action, due, d.store))
 }
 
 /// What reaches the loop thread.
@@ -557,6 +434,7 @@ pub fn run(
     );
     let mut lp = Loop {
         worker,
+        policy: settings.policy(),
         settings,
         keys,
         cycle,
@@ -630,6 +508,8 @@ struct Loop {
     worker: Arc<dyn Worker>,
     /// How jobs are run.
     settings: Settings,
+    /// What becomes of jobs after their runs (from `settings`).
+    policy: Policy,
     /// Key names.
     keys: Keys,
     /// The queue cycle.
@@ -1350,9 +1230,9 @@ impl Loop {
                 f.job.schedule.as_deref(),
                 &f.end,
                 now,
-                &self.settings,
+                &self.policy,
             );
-            let (action, due) = d.action();
+            let (mode, (action, due)) = d.mode.wire();
             let q = queue_of(&f.job.id);
             inv.key(self.keys.queue(q))
                 .key(self.keys.members(q))
@@ -1360,7 +1240,7 @@ impl Loop {
             inv.arg(&f.job.id)
                 .arg(&f.tag)
                 .arg(f.job.schedule.as_deref().unwrap_or("\0"))
-                .arg(d.mode)
+                .arg(mode)
                 .arg(action)
                 .arg(due)
                 .arg(now)
@@ -1715,119 +1595,6 @@ mod tests {
             wait: None,
             jitter: BTreeMap::new(),
         }
-    }
-
-    fn ok(backoff: Option<u64>) -> End {
-        End::Outcome(Outcome::Success { backoff })
-    }
-
-    #[test]
-    fn decisions() {
-        let s = settings();
-        let failed = End::Outcome(Outcome::Failed("x".into()));
-        assert_eq!(
-            decide("j:A", Some("CONTINUE"), &ok(None), 100, &s).placement,
-            Placement::Enqueue
-        );
-        assert_eq!(
-            decide("j:A", Some("CONTINUE"), &ok(Some(5)), 100, &s).placement,
-            Placement::Timeline(105)
-        );
-        assert_eq!(
-            decide("j:A", Some("CONTINUE"), &failed, 100, &s).placement,
-            Placement::Timeline(110)
-        );
-        assert_eq!(
-            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &s).failure,
-            Some("TMO")
-        );
-        assert_eq!(decide("j:A", None, &ok(None), 100, &s).mode, "unset");
-        assert_eq!(
-            decide("j:A", Some("STOP"), &End::Outcome(Outcome::Unset), 100, &s).mode,
-            "unset"
-        );
-        let stop = decide(
-            "j:A",
-            Some("CONTINUE"),
-            &End::Outcome(Outcome::Stop),
-            100,
-            &s,
-        );
-        assert_eq!(
-            (stop.mode, stop.store, stop.placement),
-            ("place", Some("STOP"), Placement::Stop)
-        );
-        let now = decide("j:A", Some("NOW"), &ok(None), 100, &s);
-        assert_eq!(
-            (now.placement, now.store),
-            (Placement::Enqueue, Some("STOP"))
-        );
-        assert_eq!(
-            decide("j:A", Some("FREQ=NOPE"), &ok(None), 100, &s).mode,
-            "bad"
-        );
-        // A STOP schedule under a run that did not end by itself: the script decides
-        // from the status whether it was a one-off run (queued again) or a stop.
-        assert_eq!(
-            decide("j:A", Some("STOP"), &End::Interrupted, 100, &s).action(),
-            ("oneoff", 0)
-        );
-        assert_eq!(
-            decide_recovery("j:A", Some("STOP"), 100, &s),
-            Some(("oneoff", 0, None))
-        );
-        assert_eq!(
-            decide("j:A", Some("STOP"), &End::Fenced, 100, &s).action(),
-            ("oneoff", 0)
-        );
-        assert_eq!(
-            decide("j:A", Some("STOP"), &End::TimedOut, 100, &s).action(),
-            ("stop", 0)
-        );
-        assert_eq!(
-            decide("j:A", Some("STOP"), &ok(None), 100, &s).action(),
-            ("stop", 0)
-        );
-        assert_eq!(
-            decide("j:A", Some("NOW"), &End::Interrupted, 100, &s).action(),
-            ("enqueue", 0)
-        );
-        let hold = Settings {
-            on_failure: OnFailure::Hold,
-            ..settings()
-        };
-        assert_eq!(
-            decide("j:A", Some("CONTINUE"), &failed, 100, &hold).mode,
-            "hold"
-        );
-        // A timeout always goes back into circulation.
-        assert_eq!(
-            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &hold).mode,
-            "place"
-        );
-    }
-
-    #[test]
-    fn reschedule_and_recovery_keep_the_jobs_jitter_slot() {
-        let s = Settings {
-            jitter: [("J".to_string(), 3600)].into(),
-            ..settings()
-        };
-        // job:J's offset under 3600 s is 1656 (FNV-1a, see crate::jitter).
-        let hourly = Some("FREQ=HOURLY;BYMINUTE=0;BYSECOND=0");
-        let at = |id, now| decide(id, hourly, &ok(None), now, &s).placement;
-        assert_eq!(at("job:J", 1656), Placement::Timeline(3600 + 1656));
-        assert_eq!(at("job:J", 1000), Placement::Timeline(1656));
-        assert_eq!(at("job:K", 1000), Placement::Timeline(3600));
-        assert_eq!(
-            decide_recovery("job:J", hourly, 1000, &s),
-            Some(("timeline", 1656, None))
-        );
-        // CONTINUE is not shifted.
-        assert_eq!(
-            decide("job:J", Some("CONTINUE"), &ok(Some(5)), 100, &s).placement,
-            Placement::Timeline(105)
-        );
     }
 
     #[test]
