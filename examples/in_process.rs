@@ -9,7 +9,7 @@ use std::sync::Arc;
 use redbike::{
     config::{Config, Overrides},
     shutdown::Shutdown,
-    work::{self, FnWorker, Outcome, Settings},
+    work::{self, FnRunner, Outcome, Settings},
 };
 
 fn main() -> anyhow::Result<()> {
@@ -18,7 +18,7 @@ fn main() -> anyhow::Result<()> {
         redis_url: std::env::var("REDBIKE_REDIS_URL").ok(),
         ..Overrides::default()
     })?;
-    let worker = FnWorker::new(&queues, |job| {
+    let worker = FnRunner::new(&queues, |job| {
         println!("working {} (schedule {:?})", job.id, job.schedule);
         if job.id.starts_with("once") {
             Outcome::Stop

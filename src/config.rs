@@ -18,6 +18,7 @@ use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
 pub use crate::policy::OnFailure;
+use crate::policy::Policy;
 use crate::work::output::Limits;
 
 /// The file read when no config file is named and it exists.
@@ -270,6 +271,17 @@ struct QueueOutputTable {
 }
 
 impl Config {
+    /// The after-run policy this configuration gives (recovery and `check` use it; a
+    /// worker's comes from its settings, which flags may change).
+    pub(crate) fn policy(&self) -> Policy {
+        Policy {
+            on_failure: self.worker.on_failure,
+            failure_delay: self.worker.failure_delay,
+            timezone: self.timezone,
+            jitter: self.jitter.clone(),
+        }
+    }
+
     /// Reads the config file (if any) and applies the overrides.
     pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
         let path = match &overrides.config {

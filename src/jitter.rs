@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use chrono_tz::Tz;
 
 use crate::{
-    redis::keys::queue_of,
+    jobid::queue_of,
     schedule::{Placement, RuleError, Schedule},
 };
 

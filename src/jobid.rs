@@ -1,10 +1,37 @@
-//! Validation of job ids given by operators (command line and CSV files).
-
-use crate::redis::keys::{queue_collision, queue_of};
+//! Job ids: the queue an id belongs to, the queue names whose keys would meet, and
+//! the validation of ids given by operators (command line and CSV files).
 
 /// The longest job id accepted, in bytes. Redis would take more, but an id this long is a
 /// mistake, and every key and log line carries it.
 pub const MAX_JOBID_BYTES: usize = 1024;
+
+/// The queue a job belongs to: the part of its id after the last `:` (the original's
+/// round-robin rule); an id without `:` is its own queue.
+pub fn queue_of(jobid: &str) -> &str {
+    jobid.rsplit(':').next().unwrap_or(jobid)
+}
+
+/// Why queue name `queue` would make two of redbike's keys one, or `None` when it is
+/// safe. The layout is the original's, so two names can meet: the list of queue
+/// `X-members` is the members set of queue `X`, and the list of queue `X-X` is the lease
+/// key of job `X` (an id without ':' is its own queue). No other two key families meet
+/// (docs/differences.md, "Key names").
+pub fn queue_collision(queue: &str) -> Option<String> {
+    if let Some(base) = queue.strip_suffix("-members") {
+        return Some(format!(
+            "its list PREFIX-work-{queue} is the members set of queue {base:?}"
+        ));
+    }
+    let half = queue.len() / 2;
+    if queue.len() % 2 == 1 && queue.as_bytes()[half] == b'-' && queue[..half] == queue[half + 1..]
+    {
+        let job = &queue[..half];
+        return Some(format!(
+            "its list PREFIX-work-{queue} is the lease key of job {job:?}"
+        ));
+    }
+    None
+}
 
 /// Why a job id was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

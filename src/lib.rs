@@ -21,17 +21,18 @@
 //!   them. Their callers: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `skip.lua` in
 //!   `dispatch/catchup.rs`; `recover.lua`, `sweep.lua` in `dispatch/recovery.rs`;
-//!   `claim.lua`, `refresh.lua`, `release.lua`, `finish.lua` in `work/mod.rs`;
+//!   `claim.lua`, `refresh.lua`, `release.lua`, `finish.lua` in `work/event_loop.rs`;
 //!   `repair.lua` in `operator/check.rs`; `register.lua` in `redis/registry.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
 //!   `dispatch/dispatcher.rs` (one `pass` moves due jobs into their queues); catch-up
 //!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
 //!   (`recovery.rs`), the timefile (`timefile.rs`).
-//! - `work/`: `redbike work`. Everything in `work/mod.rs` for now: the public API (`Job`,
-//!   `Outcome`, the `Worker` job-runner trait, `Settings`), the worker loop (`run` and
-//!   `Loop`), the claim logic (`Cycle`, `Loop::wanted`, `claim_invocation`, with
-//!   `claim.lua`). Beside it: the claimed jobs shared with the slot
-//!   threads (`pool.rs`), the command runner (`runner.rs`), spawning (`spawn.rs`), job
+//! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
+//!   with `FnRunner`, `Settings`); the event loop in `event_loop.rs` (`run` and `Loop`);
+//!   the round trips in flight and the outcomes still to write (`round_trip.rs`); the
+//!   claim logic, the queue cycle and claim sizing as pure functions (`claim.rs`, with
+//!   `claim.lua`); the slot threads (`slots.rs`) and the claimed jobs they share with the
+//!   loop (`pool.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
 //!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
 //! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told

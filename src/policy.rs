@@ -39,18 +39,6 @@ pub(crate) struct Policy {
     pub jitter: BTreeMap<String, u64>,
 }
 
-impl Policy {
-    /// The policy the config file gives.
-    pub fn from_config(config: &crate::config::Config) -> Policy {
-        Policy {
-            on_failure: config.worker.on_failure,
-            failure_delay: config.worker.failure_delay,
-            timezone: config.timezone,
-            jitter: config.jitter.clone(),
-        }
-    }
-}
-
 /// How a run ended, as the job reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

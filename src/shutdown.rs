@@ -64,7 +64,7 @@ impl Shutdown {
         std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
-                // A worker's other threads block SIGCHLD (see `work/mod.rs`); so must
+                // A worker's other threads block SIGCHLD (see `work/event_loop.rs`); so must
                 // this one, or every job's exit (thousands a second in a busy worker)
                 // would be delivered here, the one thread left to take it, and wake it
                 // for nothing. Blocked everywhere, it merely stays pending: jobs are

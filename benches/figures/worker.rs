@@ -22,7 +22,7 @@ use redbike::{
     redis::store::{PlaceItem, Store},
     schedule::{Placement, Schedule},
     shutdown::Shutdown,
-    work::{self, FnWorker, Job, Outcome, Settings, Worker},
+    work::{self, FnRunner, Job, JobRunner, Outcome, Settings},
 };
 use redis::Commands;
 
@@ -167,15 +167,15 @@ struct InprocRun {
 /// What the jobs of an in-process run do.
 #[derive(Debug, Clone, Copy)]
 enum Jobs {
-    /// Nothing: an [`FnWorker`] whose closure returns Success.
+    /// Nothing: an [`FnRunner`] whose closure returns Success.
     Noop,
-    /// Spawn and wait `/bin/true` as bare as [`bare_spawns`] does, in an [`FnWorker`].
+    /// Spawn and wait `/bin/true` as bare as [`bare_spawns`] does, in an [`FnRunner`].
     SpawnTrue,
 }
 
 /// A worker that counts the jobs it finished and asks the loop to stop after the last.
 struct Counted {
-    inner: Box<dyn Worker>,
+    inner: Box<dyn JobRunner>,
     /// Jobs to run.
     n: usize,
     /// Jobs run.
@@ -186,7 +186,7 @@ struct Counted {
     stop: Box<dyn Fn() + Send + Sync>,
 }
 
-impl Worker for Counted {
+impl JobRunner for Counted {
     fn queues(&self) -> Vec<String> {
         self.inner.queues()
     }
@@ -226,9 +226,9 @@ fn inproc_run(ctx: &Ctx, n: usize, j: usize, jobs: Jobs) -> Result<InprocRun> {
             }
         }
     };
-    let inner: Box<dyn Worker> = match jobs {
-        Jobs::Noop => Box::new(FnWorker::new("A", |_| Outcome::Success { backoff: None })?),
-        Jobs::SpawnTrue => Box::new(FnWorker::new("A", |job| spawn_true(Some(&job.id)))?),
+    let inner: Box<dyn JobRunner> = match jobs {
+        Jobs::Noop => Box::new(FnRunner::new("A", |_| Outcome::Success { backoff: None })?),
+        Jobs::SpawnTrue => Box::new(FnRunner::new("A", |job| spawn_true(Some(&job.id)))?),
     };
     let counted = Arc::new(Counted {
         inner,
@@ -299,7 +299,7 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
                 n / r.secs,
                 "jobs/s",
                 format!(
-                    "in-process FnWorker (closure returns Success) at -j {j} draining {} \
+                    "in-process FnRunner (closure returns Success) at -j {j} draining {} \
                      queued NOW jobs: {:.3} s from work::run to its return with every \
                      outcome written ({:.0} jobs/s from the first job's start); all STP \
                      after; {calls} script calls (claim.lua and finish.lua, at most one of each \
@@ -592,7 +592,7 @@ pub fn true_jobs(ctx: &Ctx) -> Result<Vec<Measurement>> {
             &inproc,
             n,
             bare_late,
-            "an in-process FnWorker whose closure spawns and waits `/bin/true JOBID` as \
+            "an in-process FnRunner whose closure spawns and waits `/bin/true JOBID` as \
              spawn_true_per_s does (no pipes, output thread, backoff file or environment)",
         ),
     ])
@@ -828,7 +828,7 @@ fn raw_start(
 }
 
 /// The in-process worker's share: milliseconds from just before `Store::place` until an
-/// in-process FnWorker's closure runs, without any process start.
+/// in-process FnRunner's closure runs, without any process start.
 fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
     const PREFIX: &str = "bstart_in";
     let _quiet = QuietLog::new();
@@ -836,7 +836,7 @@ fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
     let settings = Settings::from_config(&config);
     let (tx, rx) = mpsc::channel::<(String, Instant)>();
     let tx = Mutex::new(tx);
-    let worker = FnWorker::new("A", move |job| {
+    let worker = FnRunner::new("A", move |job| {
         let at = Instant::now();
         if let Ok(tx) = tx.lock() {
             let _ = tx.send((job.id.clone(), at));
@@ -879,7 +879,7 @@ fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
     let sorted = sorted_ms(measured?);
     let how = |p: &str| {
         format!(
-            "{p} of {} jobs set NOW with Store::place on an idle in-process FnWorker (-j 1); \
+            "{p} of {} jobs set NOW with Store::place on an idle in-process FnRunner (-j 1); \
              time from just before the place until the closure ran ({}): the worker's own \
              reaction, without a process start",
             sorted.len(),

@@ -354,3 +354,12 @@ Install: redbike completions bash > /etc/bash_completion.d/redbike (or \
 ~/.local/share/bash-completion/completions/redbike); redbike completions zsh > \
 \"${fpath[1]}/_redbike\"; redbike completions fish > \
 ~/.config/fish/completions/redbike.fish.";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn work_says_how_many_jobs_are_claimed_ahead() {
+        let said = format!("at most max({}, concurrency)", crate::work::AHEAD_AT_MOST);
+        assert!(super::WORK.contains(&said), "help::WORK lacks {said:?}");
+    }
+}

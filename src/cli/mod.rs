@@ -23,7 +23,6 @@ use crate::{
     operator::loader,
     operator::ps,
     operator::stats,
-    policy::Policy,
     redis::hazards::{self, Probe},
     redis::registry,
     redis::store::{with_store, PlaceItem, Placed},
@@ -679,7 +678,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         limits.log_bytes = flags.output_log_bytes.unwrap_or(limits.log_bytes);
     }
     let runner =
-        runner::CommandWorker::new(command, queues, timeouts, w.pass_redis_env, settings.grace)?
+        runner::CommandRunner::new(command, queues, timeouts, w.pass_redis_env, settings.grace)?
             .with_output_limits(output_limits, queue_output_limits);
     let shutdown = Shutdown::new();
     shutdown
@@ -690,7 +689,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
 }
 
 fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
-    let policy = Policy::from_config(config);
+    let policy = config.policy();
     let mut rows = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());

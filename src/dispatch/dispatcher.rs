@@ -18,7 +18,6 @@ use crate::{
     dispatch::timefile,
     error::{Error, Result},
     operator::loader,
-    policy::Policy,
     redis::hazards::{Probe, Watch},
     redis::keys::Keys,
     redis::link::Link,
@@ -134,7 +133,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut timefile_retry = Instant::now();
     let mut written = None;
     let mut odd_logged = false;
-    let mut recovery = Recovery::new(Policy::from_config(config));
+    let mut recovery = Recovery::new(config.policy());
     let mut watch = Watch::new(config, "dispatcher");
     let mut registration = Registration::new(config, registry::DISPATCHER, Vec::new(), None);
     while !shutdown.requested() {

@@ -3,7 +3,7 @@
 //! Our workers keep each running job in the running index (`P-leases`) and push its
 //! recovery instant forward every second; a dispatcher recovers the jobs whose instant
 //! has passed (the worker is gone: kill -9, machine lost; or it was frozen or cut off,
-//! and has stopped the job itself by then: see `FENCE_AFTER` in `work/mod.rs`) — per
+//! and has stopped the job itself by then: see `FENCE_AFTER` in `work/api.rs`) — per
 //! schedule, status `REC`. The instants are on Redis's clock (`TIME`, read inside the
 //! scripts), so the clocks of the machines involved never matter.
 //! Python workers keep no index, so a slow sweep over all schedules also finds live jobs
@@ -20,8 +20,10 @@ use redis::RedisResult;
 
 use crate::{
     policy::{decide_recovery, Policy},
-    redis::keys::queue_of,
-    redis::scripts,
+    redis::scripts::{
+        self,
+        recovery::{Lost, Recover},
+    },
     redis::store::Store,
 };
 
@@ -111,10 +113,10 @@ impl Recovery {
         &mut self,
         store: &mut Store<'_>,
         id: &str,
-        how: &str,
+        lost: Lost,
         now: i64,
     ) -> RedisResult<Option<bool>> {
-        match recover_job(store, id, how, now, &self.policy) {
+        match recover_job(store, id, lost, now, &self.policy) {
             Err(e) if crate::error::is_wrong_type(&e) => {
                 if self.odd.insert(id.to_string()) {
                     crate::log_warn!(
@@ -156,7 +158,7 @@ impl Recovery {
             let mut odd = Vec::new();
             let mut done = 0;
             for id in &stale {
-                match self.recover_one(store, id, "index", now)? {
+                match self.recover_one(store, id, Lost::Index, now)? {
                     None => odd.push(id),
                     Some(recovered) => done += usize::from(recovered),
                 }
@@ -189,7 +191,7 @@ impl Recovery {
             .collect();
         for id in ripe {
             self.suspects.remove(&id);
-            n += usize::from(self.recover_one(store, &id, "orphan", now)? == Some(true));
+            n += usize::from(self.recover_one(store, &id, Lost::Orphan, now)? == Some(true));
         }
         let reply: Vec<String> = scripts::SWEEP
             .key(&store.keys.schedules)
@@ -210,12 +212,12 @@ impl Recovery {
     }
 }
 
-/// Recovers one job if recover.lua still finds it lost (`how`: `index` or `orphan`);
+/// Recovers one job if recover.lua still finds it `lost` (as it re-checks);
 /// true if it was put back.
 pub(crate) fn recover_job(
     store: &mut Store<'_>,
     id: &str,
-    how: &str,
+    lost: Lost,
     now: i64,
     policy: &Policy,
 ) -> RedisResult<bool> {
@@ -226,27 +228,19 @@ pub(crate) fn recover_job(
     // The schedule may change under us (set/unset); decide again then, a few times.
     for _ in 0..3 {
         let decision = decide_recovery(id, schedule.as_deref(), now, policy);
-        let (action, due) = decision.mode.recover_wire();
-        let mut inv = scripts::RECOVER.prepare_invoke();
-        for key in store.keys.job_keys(id) {
-            inv.key(key);
-        }
-        inv.key(&store.keys.failures).key(&store.keys.leases);
-        inv.arg(id)
-            .arg(how)
-            .arg(schedule.as_deref().unwrap_or("\0"))
-            .arg(action)
-            .arg(due)
-            .arg(now)
-            .arg(decision.store.unwrap_or(""))
-            .arg(store.keys.queue_wake(queue_of(id)))
-            .arg(&store.keys.timeline_wake);
-        let reply: Vec<Option<String>> = inv.invoke(store.con)?;
+        let recover = Recover {
+            jobid: id,
+            lost,
+            schedule: schedule.as_deref(),
+            decision,
+            now,
+        };
+        let reply = scripts::recovery::recover(store.con, store.keys, &recover)?;
         match reply.first().cloned().flatten().as_deref() {
             Some("changed") => schedule = reply.get(1).cloned().flatten(),
             Some("alive") | Some("fine") => return Ok(false),
             Some(result) => {
-                let why = if how == "index" {
+                let why = if lost == Lost::Index {
                     "its worker stopped refreshing its lease"
                 } else {
                     "it was out of circulation"

@@ -16,7 +16,7 @@
 //! slot, 0 when the slot runs nothing).
 //!
 //! Fencing: each entry also holds the instant until which the worker confirmed the job
-//! to Redis (see `FENCE_AFTER` in `work/mod.rs`). The worker's heartbeats push it on
+//! to Redis (see `FENCE_AFTER` in `work/api.rs`). The worker's heartbeats push it on
 //! after each refresh Redis acknowledged; when it passes, the guard sends the job's
 //! process group SIGTERM (unless the worker already asked the job to stop), and SIGKILL
 //! a grace period later, whatever the worker is doing meanwhile.

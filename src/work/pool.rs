@@ -2,7 +2,7 @@
 //!
 //! The loop adds the jobs it claims; a free slot takes the next one at once, without a
 //! round trip through the loop, and leaves how its job ended for the loop to record.
-//! The loop may claim a few jobs ahead of its free slots (see `Loop::wanted` in `mod.rs`),
+//! The loop may claim a few jobs ahead of its free slots (see `claim::wanted`),
 //! so a slot that finishes a short job starts the next while the loop talks to Redis.
 
 use std::{
@@ -11,7 +11,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::work::{End, Job, Outcome, HOLD_AT_MOST};
+use crate::{
+    policy::{End, Outcome},
+    work::api::{Job, HOLD_AT_MOST},
+};
 
 /// A claimed job waiting for a slot.
 pub(crate) struct Ready {

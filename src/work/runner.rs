@@ -1,4 +1,4 @@
-//! The job runner: a [`Worker`] that runs a command per job, never through a shell.
+//! The job runner: a [`JobRunner`] that runs a command per job, never through a shell.
 //!
 //! The command gets the job id as its last argument, stdin from /dev/null, and the
 //! environment plus `REDBIKE_JOBID`, `REDBIKE_QUEUE`, `REDBIKE_PREFIX`,
@@ -23,13 +23,14 @@ use std::{
 use crate::{
     error::{Error, Result},
     limits,
+    policy::Outcome,
+    work::api::{Job, JobRunner},
     work::guard::Guard,
     work::output::{Limits, RunOutput},
     work::spawn::{Child, Spawner},
-    work::{Job, Outcome, Worker},
 };
 
-/// The variables each job gets, in the order [`CommandWorker::spawn`] gives them.
+/// The variables each job gets, in the order [`CommandRunner::spawn`] gives them.
 const JOB_VARS: &[&str] = &[
     "REDBIKE_JOBID",
     "REDBIKE_QUEUE",
@@ -50,7 +51,7 @@ pub const EXIT_STOP: i32 = 100;
 pub const EXIT_UNSET: i32 = 101;
 
 /// Runs a command per job.
-pub struct CommandWorker {
+pub struct CommandRunner {
     /// Program and arguments; the job id is appended.
     command: Vec<String>,
     /// The queue weighting cycle.
@@ -72,7 +73,7 @@ pub struct CommandWorker {
     spawner: Spawner,
 }
 
-impl CommandWorker {
+impl CommandRunner {
     /// A runner of `command` for the queue cycle `queues`, with per-queue `timeouts`.
     /// Jobs get the worker's environment without [`REDIS_ENV`], unless `redis_env`; a
     /// job its guard fences gets `grace` between SIGTERM and SIGKILL.
@@ -82,7 +83,7 @@ impl CommandWorker {
         timeouts: BTreeMap<String, Duration>,
         redis_env: bool,
         grace: Duration,
-    ) -> Result<CommandWorker> {
+    ) -> Result<CommandRunner> {
         if command.is_empty() || command[0].is_empty() {
             return Err(Error::Input(
                 "no command to run: give it after `--` (redbike work A -- /path/to/job) or set `command` in [redbike]".into(),
@@ -108,7 +109,7 @@ impl CommandWorker {
         // dumpable, those files are root's. Jobs start dumpable again (exec resets it).
         // SAFETY: prctl(2) with integer arguments only.
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
-        Ok(CommandWorker {
+        Ok(CommandRunner {
             command,
             queues,
             timeouts,
@@ -126,7 +127,7 @@ impl CommandWorker {
         mut self,
         limits: Limits,
         by_queue: BTreeMap<String, Limits>,
-    ) -> CommandWorker {
+    ) -> CommandRunner {
         self.output_limits = limits;
         self.queue_output_limits = by_queue;
         self
@@ -350,7 +351,7 @@ fn read_backoff(path: &PathBuf, id: &str) -> Option<u64> {
     }
 }
 
-impl Worker for CommandWorker {
+impl JobRunner for CommandRunner {
     fn queues(&self) -> Vec<String> {
         self.queues.clone()
     }

@@ -573,7 +573,7 @@ where
     use redbike::{
         config::{Config, Overrides},
         shutdown::Shutdown,
-        work::{self, FnWorker, Settings},
+        work::{self, FnRunner, Settings},
     };
     let config = Config::load(&Overrides {
         config: None,
@@ -581,7 +581,7 @@ where
         prefix: Some("t".into()),
     })
     .unwrap();
-    let w = FnWorker::new(queues, f).unwrap();
+    let w = FnRunner::new(queues, f).unwrap();
     let shutdown = Shutdown::new();
     let handle = shutdown.clone();
     let th = std::thread::spawn(move || {

@@ -1,0 +1,65 @@
+//! The typed call of recover.lua: put back a job whose worker vanished. Its KEYS and
+//! ARGV are built here only (their order is the header comment of recover.lua).
+
+use redis::{Connection, RedisResult};
+
+use crate::{jobid::queue_of, policy::Decision, redis::keys::Keys, redis::scripts};
+
+/// Why a job is thought lost (recover.lua re-checks it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lost {
+    /// Our worker stopped refreshing its entry in the running index.
+    Index,
+    /// A live schedule with no lease, queue entry or timeline entry (a Python worker
+    /// died with it).
+    Orphan,
+}
+
+impl Lost {
+    /// recover.lua's `how` argument.
+    fn wire(self) -> &'static str {
+        match self {
+            Lost::Index => "index",
+            Lost::Orphan => "orphan",
+        }
+    }
+}
+
+/// One recover.lua call.
+pub(crate) struct Recover<'a> {
+    /// The job id.
+    pub jobid: &'a str,
+    /// Why it is thought lost.
+    pub lost: Lost,
+    /// The schedule `decision` was made from (`None`: it had none).
+    pub schedule: Option<&'a str>,
+    /// What becomes of the job.
+    pub decision: Decision,
+    /// Unix time now.
+    pub now: i64,
+}
+
+/// Calls recover.lua; its reply is `{result}`, `{"changed", schedule}`, `{"alive"}` or
+/// `{"fine"}`.
+pub(crate) fn recover(
+    con: &mut Connection,
+    keys: &Keys,
+    r: &Recover<'_>,
+) -> RedisResult<Vec<Option<String>>> {
+    let (action, due) = r.decision.mode.recover_wire();
+    let mut inv = scripts::RECOVER.prepare_invoke();
+    for key in keys.job_keys(r.jobid) {
+        inv.key(key);
+    }
+    inv.key(&keys.failures).key(&keys.leases);
+    inv.arg(r.jobid)
+        .arg(r.lost.wire())
+        .arg(r.schedule.unwrap_or("\0"))
+        .arg(action)
+        .arg(due)
+        .arg(r.now)
+        .arg(r.decision.store.unwrap_or(""))
+        .arg(keys.queue_wake(queue_of(r.jobid)))
+        .arg(&keys.timeline_wake);
+    inv.invoke(con)
+}

@@ -1,0 +1,141 @@
+//! The typed calls of the worker's scripts: claim.lua, refresh.lua, release.lua and
+//! finish.lua. The worker sends several in one pipelined round trip, so each adds its
+//! call to a [`Pipeline`]; the KEYS and ARGV of each are built here only (their order
+//! is the header comment of the `.lua` file).
+
+use redis::Pipeline;
+
+use crate::{jobid::queue_of, policy::Decision, redis::keys::Keys, redis::scripts};
+
+/// One claim.lua call: pop and lease jobs along the queue cycle.
+pub(crate) struct Claim<'a> {
+    /// The distinct queues of the cycle.
+    pub queues: &'a [String],
+    /// The cycle, as 1-based indexes into `queues` joined by `,`.
+    pub order: &'a str,
+    /// Position in the cycle to start at.
+    pub cursor: usize,
+    /// Lease TTL in seconds per distinct queue.
+    pub ttls: &'a [u64],
+    /// The random part of each lease tag, one per job to claim.
+    pub tags: &'a [String],
+    /// Seconds after which a dispatcher may recover the jobs (the running index).
+    pub recover_after: u64,
+    /// Unix time now.
+    pub now: i64,
+}
+
+/// Adds a claim.lua call to `pipe`.
+pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
+    let mut inv = scripts::CLAIM.prepare_invoke();
+    inv.key(&keys.statuses)
+        .key(&keys.schedules)
+        .key(&keys.leases)
+        .key(&keys.fencing);
+    for q in c.queues {
+        // The lease of job `q` (an id without ':' is its own queue), checked too.
+        inv.key(keys.queue(q))
+            .key(keys.members(q))
+            .key(keys.lease(q));
+    }
+    inv.arg(c.now)
+        .arg(c.tags.len())
+        .arg(c.cursor)
+        .arg(c.order)
+        .arg(c.recover_after);
+    for ttl in c.ttls {
+        inv.arg(*ttl);
+    }
+    for tag in c.tags {
+        inv.arg(tag);
+    }
+    pipe.invoke_script(&inv);
+}
+
+/// Adds a refresh.lua call to `pipe`: the jobs `ids` are confirmed running, to be
+/// recovered `recover_after` seconds from now (on Redis's clock) unless confirmed again.
+pub(crate) fn add_refresh<'a>(
+    pipe: &mut Pipeline,
+    keys: &Keys,
+    recover_after: u64,
+    ids: impl IntoIterator<Item = &'a String>,
+) {
+    let mut inv = scripts::REFRESH.prepare_invoke();
+    inv.key(&keys.leases).arg(recover_after);
+    for id in ids {
+        inv.arg(id);
+    }
+    pipe.invoke_script(&inv);
+}
+
+/// One release.lua call: hand back a job claimed ahead that never started.
+pub(crate) struct Release<'a> {
+    /// The job id.
+    pub jobid: &'a str,
+    /// Its lease tag.
+    pub tag: &'a str,
+    /// Its queue.
+    pub queue: &'a str,
+    /// Unix time now.
+    pub now: i64,
+}
+
+/// Adds a release.lua call to `pipe`.
+pub(crate) fn add_release(pipe: &mut Pipeline, keys: &Keys, r: &Release<'_>) {
+    let mut inv = scripts::RELEASE.prepare_invoke();
+    for key in keys.job_keys(r.jobid) {
+        inv.key(key);
+    }
+    inv.key(&keys.leases);
+    inv.arg(r.jobid)
+        .arg(r.tag)
+        .arg(r.now)
+        .arg(keys.queue_wake(r.queue));
+    pipe.invoke_script(&inv);
+}
+
+/// One run's outcome, for finish.lua.
+pub(crate) struct Finished<'a> {
+    /// The job id.
+    pub jobid: &'a str,
+    /// Its lease tag.
+    pub tag: &'a str,
+    /// The schedule `decision` was made from (`None`: it had none).
+    pub schedule: Option<&'a str>,
+    /// What becomes of the job.
+    pub decision: Decision,
+}
+
+/// Adds one finish.lua call for all of `runs` to `pipe`.
+pub(crate) fn add_finish<'a>(
+    pipe: &mut Pipeline,
+    keys: &Keys,
+    runs: impl IntoIterator<Item = Finished<'a>>,
+    now: i64,
+) {
+    let mut inv = scripts::FINISH.prepare_invoke();
+    inv.key(&keys.schedules)
+        .key(&keys.statuses)
+        .key(&keys.timeline)
+        .key(&keys.failures)
+        .key(&keys.leases);
+    for f in runs {
+        let (mode, (action, due)) = f.decision.mode.wire();
+        let q = queue_of(f.jobid);
+        inv.key(keys.queue(q))
+            .key(keys.members(q))
+            .key(keys.lease(f.jobid));
+        inv.arg(f.jobid)
+            .arg(f.tag)
+            .arg(f.schedule.unwrap_or("\0"))
+            .arg(mode)
+            .arg(action)
+            .arg(due)
+            .arg(now)
+            .arg(f.decision.store.unwrap_or(""))
+            .arg(f.decision.failure.unwrap_or(""))
+            .arg(keys.queue_wake(q))
+            .arg(&keys.timeline_wake);
+    }
+    pipe.invoke_script(&inv);
+}

@@ -1,0 +1,45 @@
+//! The slot threads: one per job run at once, each taking claimed jobs from the pool
+//! and leaving how they ended for the loop.
+
+use std::{
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::{mpsc, Arc},
+};
+
+use crate::{
+    error::{Error, Result},
+    policy::Outcome,
+    work::{api::JobRunner, event_loop::Event, pool::Pool},
+};
+
+/// One thread per slot, each running the jobs it takes from the pool.
+pub(super) fn spawn_slots(
+    runner: &Arc<dyn JobRunner>,
+    n: usize,
+    pool: &Arc<Pool>,
+    events: &mpsc::Sender<Event>,
+) -> Result<Vec<std::thread::JoinHandle<()>>> {
+    let mut handles = Vec::with_capacity(n);
+    for slot in 0..n {
+        let runner = Arc::clone(runner);
+        let pool = Arc::clone(pool);
+        let events = events.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("slot-{slot}"))
+            .spawn(move || {
+                while let Some((job, low)) = pool.take(slot) {
+                    if low && events.send(Event::Low).is_err() {
+                        return;
+                    }
+                    let outcome = catch_unwind(AssertUnwindSafe(|| runner.work(&job)))
+                        .unwrap_or_else(|_| Outcome::Failed("the job panicked".into()));
+                    if pool.end(slot, outcome) && events.send(Event::Ended).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| Error::io("cannot start a job thread", e))?;
+        handles.push(handle);
+    }
+    Ok(handles)
+}
