@@ -17,9 +17,9 @@ use crate::limits;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo};
 use serde::Deserialize;
 
+use crate::limits::OutputLimits;
 pub use crate::policy::OnFailure;
 use crate::policy::Policy;
-use crate::work::output::Limits;
 
 /// The file read when no config file is named and it exists.
 pub const DEFAULT_CONFIG_FILE: &str = ".redbike.conf";
@@ -86,10 +86,10 @@ pub struct WorkerSettings {
     /// Seconds a failed or timed-out CONTINUE job waits before it runs again.
     pub failure_delay: u64,
     /// What a run's output may put in the log (`output-*` keys).
-    pub output_limits: Limits,
+    pub output_limits: OutputLimits,
     /// Output limits of particular queues (`[redbike.output-limits.Q]`), the keys they
     /// leave out taken from `output_limits`.
-    pub queue_output_limits: BTreeMap<String, Limits>,
+    pub queue_output_limits: BTreeMap<String, OutputLimits>,
     /// Whether jobs get `REDBIKE_REDIS_URL` and `REDBIKE_CONFIG` (redbike's way to
     /// Redis, credentials included); by default they do not.
     pub pass_redis_env: bool,
@@ -414,7 +414,7 @@ impl Config {
         }
         let output_limits = checked_output_limits(
             [t.output_line_bytes, t.output_log_lines, t.output_log_bytes],
-            Limits::default(),
+            OutputLimits::default(),
             |i, message| ConfigError::Value {
                 key: [
                     "redbike.output-line-bytes",
@@ -472,9 +472,9 @@ impl Config {
 /// `bad(i, why)` is the error of value `i`.
 fn checked_output_limits(
     given: [Option<u64>; 3],
-    base: Limits,
+    base: OutputLimits,
     bad: impl Fn(usize, String) -> ConfigError,
-) -> Result<Limits, ConfigError> {
+) -> Result<OutputLimits, ConfigError> {
     let ranges = [
         limits::OUTPUT_LINE_BYTES,
         limits::OUTPUT_LOG_LINES,
@@ -486,7 +486,7 @@ fn checked_output_limits(
             *value = range.check(v).map_err(|why| bad(i, why))?;
         }
     }
-    Ok(Limits {
+    Ok(OutputLimits {
         // Within OUTPUT_LINE_BYTES, so it fits a usize.
         line_bytes: values[0] as usize,
         log_lines: values[1],
@@ -984,12 +984,12 @@ mod tests {
         let text = "[redbike]\noutput-log-bytes = 100\n[redbike.output-limits.B]\nlog-lines = 2\n";
         let config = Config::from_file(toml::from_str(text).unwrap(), None).unwrap();
         let w = &config.worker;
-        let worker = Limits {
+        let worker = OutputLimits {
             log_bytes: 100,
-            ..Limits::default()
+            ..OutputLimits::default()
         };
         assert_eq!(w.output_limits, worker);
-        let b = Limits {
+        let b = OutputLimits {
             log_lines: 2,
             ..worker
         };

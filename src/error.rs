@@ -95,7 +95,7 @@ pub enum Error {
         ms: u64,
     },
     /// Redis refused a write for want of memory (an OOM reply, or `maxmemory` reached
-    /// under `noeviction`). The count comes from [`crate::operator::loader::written_before`].
+    /// under `noeviction`). The count comes from `written_before` in the loader (`operator/loader.rs`).
     #[error(
         "redis is out of memory ({detail}): {written} of {total} job(s) were written before it refused; free memory or raise maxmemory (docs/operating.md: Redis settings redbike needs), then run the command again"
     )]

@@ -12,17 +12,21 @@
 //!   `topology.rs`; connecting in `store.rs` (`connect`, `reach`, `with_store`), with
 //!   retries and backoff in `retry.rs`; the connection a long-running loop keeps, and
 //!   reconnects after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
-//!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`;
-//!   the Redis settings that lose jobs in `hazards.rs`; the registry of live dispatchers
-//!   and workers (registration, heartbeats, listing) in `registry.rs`. The Redis URL, its settings and
-//!   password masking are still in the top-level `config.rs`.
+//!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`,
+//!   and many at once (`load`, `dispatch --schedules`) in `bulk.rs`; the Redis settings
+//!   that lose jobs in `hazards.rs`; the registry of live dispatchers and workers
+//!   (registration, heartbeats, listing) in `registry.rs`. The Redis URL, its settings
+//!   and password masking are still in the top-level `config.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
-//!   them. Their callers: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
-//!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `skip.lua` in
-//!   `dispatch/catchup.rs`; `recover.lua`, `sweep.lua` in `dispatch/recovery.rs`;
-//!   `claim.lua`, `refresh.lua`, `release.lua`, `finish.lua` in `work/event_loop.rs`;
-//!   `repair.lua` in `operator/check.rs`; `register.lua` in `redis/registry.rs`.
+//!   them. The typed functions that build the arguments of the worker's scripts
+//!   (`claim.lua`, `refresh.lua`, `release.lua`, `finish.lua`) are in `worker.rs`, and
+//!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
+//!   `recovery.rs`. The other scripts are called from one place each: `place.lua`,
+//!   `place_many.lua`, `unset.lua`, `places.lua` in `redis/store.rs`; `dispatch.lua` in
+//!   `dispatch/dispatcher.rs` (`pass`); `skip.lua` in `dispatch/catchup.rs`; `sweep.lua`
+//!   in `dispatch/recovery.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
+//!   `redis/registry.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
 //!   `dispatch/dispatcher.rs` (one `pass` moves due jobs into their queues); catch-up
 //!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
@@ -44,16 +48,23 @@
 //! - `schedule/`: the schedule language: RRULEs (`rule`), cron lines (`cron`), unix
 //!   times and ISO timestamps (`timestamp.rs`).
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
-//!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings (`limits.rs`),
-//!   the status codes (`status.rs`), job ids (`jobid.rs`), and per-queue jitter
-//!   (`jitter.rs`, used by dispatch, work and load alike).
+//!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
+//!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues
+//!   (`jobid.rs`), and per-queue jitter (`jitter.rs`, used by the policy, dispatch and
+//!   load alike).
+//!
+//! Imports point down: `cli` uses everything; `operator`, `dispatch` and `work` use
+//! `redis`, `policy` and the top-level modules, never each other (`operator` reads the
+//! worker's queue syntax from `work`); `policy` uses `jitter`, `schedule`, `status`;
+//! `jitter` uses `jobid` and `schedule`. `config`, `error` and `redis` still import each
+//! other (the Redis settings live in `config.rs`).
 #![deny(missing_docs)]
 
 pub mod cli;
 pub mod config;
 pub mod dispatch;
 pub mod error;
-pub mod jitter;
+pub(crate) mod jitter;
 pub mod jobid;
 pub mod limits;
 pub mod log;

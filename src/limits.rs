@@ -150,6 +150,28 @@ pub mod arg {
     }
 }
 
+/// What one run's output may put in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// Longest line logged, in bytes; a longer line is cut there and marked.
+    pub line_bytes: usize,
+    /// Lines of a run's output logged; the rest is counted, not logged.
+    pub log_lines: u64,
+    /// Bytes (newlines included) of a run's output logged; the rest is counted.
+    pub log_bytes: u64,
+}
+
+impl Default for OutputLimits {
+    /// 8 KiB lines, 10,000 lines or 1 MiB per run, whichever comes first.
+    fn default() -> OutputLimits {
+        OutputLimits {
+            line_bytes: 8192,
+            log_lines: 10_000,
+            log_bytes: 1 << 20,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use crate::{
     dispatch::recovery::Recovery,
     dispatch::timefile,
     error::{Error, Result},
-    operator::loader,
+    redis::bulk,
     redis::hazards::{Probe, Watch},
     redis::keys::Keys,
     redis::link::Link,
@@ -275,7 +275,7 @@ fn report_timefile(result: Result<()>, trouble: &mut Trouble) -> Duration {
 fn start(store: &mut Store<'_>, preload: &[PlaceItem], probe: &Probe) -> Result<()> {
     store.clear_control()?;
     if !preload.is_empty() {
-        let n = loader::load(store, preload, probe)?;
+        let n = bulk::load(store, preload, probe)?;
         crate::log_info!("set {n} job(s) from --schedules");
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! queues, with catch-up after downtime, recovery of jobs whose worker vanished, and the
 //! timefile that remembers how far it got.
 
-pub mod catchup;
+pub(crate) mod catchup;
 pub mod dispatcher;
-pub mod recovery;
-pub mod timefile;
+pub(crate) mod recovery;
+pub(crate) mod timefile;

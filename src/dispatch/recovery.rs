@@ -19,10 +19,10 @@ use std::{
 use redis::RedisResult;
 
 use crate::{
-    policy::{decide_recovery, Policy},
+    policy::Policy,
     redis::scripts::{
         self,
-        recovery::{Lost, Recover},
+        recovery::{recover_job, Lost},
     },
     redis::store::Store,
 };
@@ -210,46 +210,4 @@ impl Recovery {
         }
         Ok(n)
     }
-}
-
-/// Recovers one job if recover.lua still finds it `lost` (as it re-checks);
-/// true if it was put back.
-pub(crate) fn recover_job(
-    store: &mut Store<'_>,
-    id: &str,
-    lost: Lost,
-    now: i64,
-    policy: &Policy,
-) -> RedisResult<bool> {
-    let mut schedule: Option<String> = redis::cmd("HGET")
-        .arg(&store.keys.schedules)
-        .arg(id)
-        .query(store.con)?;
-    // The schedule may change under us (set/unset); decide again then, a few times.
-    for _ in 0..3 {
-        let decision = decide_recovery(id, schedule.as_deref(), now, policy);
-        let recover = Recover {
-            jobid: id,
-            lost,
-            schedule: schedule.as_deref(),
-            decision,
-            now,
-        };
-        let reply = scripts::recovery::recover(store.con, store.keys, &recover)?;
-        match reply.first().cloned().flatten().as_deref() {
-            Some("changed") => schedule = reply.get(1).cloned().flatten(),
-            Some("alive") | Some("fine") => return Ok(false),
-            Some(result) => {
-                let why = if lost == Lost::Index {
-                    "its worker stopped refreshing its lease"
-                } else {
-                    "it was out of circulation"
-                };
-                crate::log_warn!("recovered job {id}: {why}; {result} (status REC)");
-                return Ok(true);
-            }
-            None => return Ok(false),
-        }
-    }
-    Ok(false)
 }

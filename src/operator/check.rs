@@ -9,10 +9,12 @@ use std::collections::{BTreeSet, HashMap};
 use redis::RedisResult;
 
 use crate::{
-    dispatch::recovery,
     policy::Policy,
     redis::keys::{glob_escape, is_lease_name, queue_collision, queue_of},
-    redis::scripts::{self, recovery::Lost},
+    redis::scripts::{
+        self,
+        recovery::{recover_job, Lost},
+    },
     redis::store::{Place, Scan, Store},
     schedule::Schedule,
 };
@@ -404,7 +406,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if self.repair {
             for id in lost {
                 let now = crate::schedule::timestamp::now();
-                match recovery::recover_job(self.store, &id, Lost::Orphan, now, self.policy) {
+                match recover_job(self.store, &id, Lost::Orphan, now, self.policy) {
                     Ok(true) => self.summary.repaired += 1,
                     Ok(false) => {}
                     // One of its keys is of another type (reported by check_keys).

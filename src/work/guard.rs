@@ -230,7 +230,7 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
             events: libc::POLLIN,
             revents: 0,
         };
-        let wait = fence(table);
+        let wait = stop_unconfirmed_jobs(table);
         if libc::poll(&mut pfd, 1, wait) <= 0 {
             continue; // time to look again (or EINTR)
         }
@@ -253,7 +253,7 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
 /// period); returns how many milliseconds the guard may sleep before the next is due.
 /// A slot forgets its process group before the worker reaps the job, so the group
 /// cannot be reused while listed (but for the instant between a load and a kill).
-unsafe fn fence(table: &Table) -> i32 {
+unsafe fn stop_unconfirmed_jobs(table: &Table) -> i32 {
     let now = clock_ns();
     let grace = table.grace_ns.load(Ordering::SeqCst);
     let mut wait = LOOK_EVERY_MS * 1_000_000;

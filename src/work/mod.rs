@@ -15,13 +15,13 @@
 mod api;
 mod claim;
 mod event_loop;
-pub mod guard;
+mod guard;
 pub mod output;
 mod pool;
 mod round_trip;
 pub mod runner;
 mod slots;
-pub mod spawn;
+mod spawn;
 
 pub use crate::policy::Outcome;
 pub use api::{

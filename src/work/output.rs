@@ -1,8 +1,8 @@
 //! A job's output on its way to the log, in bounded memory and bounded volume.
 //!
 //! [`RunOutput`] takes one run's output in chunks as they are read and hands back log
-//! lines: a line longer than [`Limits::line_bytes`] is cut there and marked (its rest is
-//! skipped, never held); past [`Limits::log_lines`] lines or [`Limits::log_bytes`] bytes
+//! lines: a line longer than [`OutputLimits::line_bytes`] is cut there and marked (its rest is
+//! skipped, never held); past [`OutputLimits::log_lines`] lines or [`OutputLimits::log_bytes`] bytes
 //! in a run nothing more is handed back, and [`RunOutput::finish`] adds one line saying
 //! how much was not logged. Whatever a job prints, it holds at most one line's worth
 //! of bytes (plus an optional [`Tail`] of the last bytes, for a record of the run).
@@ -11,37 +11,17 @@
 
 use std::{borrow::Cow, collections::VecDeque};
 
-/// What one run's output may put in the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Longest line logged, in bytes; a longer line is cut there and marked.
-    pub line_bytes: usize,
-    /// Lines of a run's output logged; the rest is counted, not logged.
-    pub log_lines: u64,
-    /// Bytes (newlines included) of a run's output logged; the rest is counted.
-    pub log_bytes: u64,
-}
-
-impl Default for Limits {
-    /// 8 KiB lines, 10,000 lines or 1 MiB per run, whichever comes first.
-    fn default() -> Limits {
-        Limits {
-            line_bytes: 8192,
-            log_lines: 10_000,
-            log_bytes: 1 << 20,
-        }
-    }
-}
+use crate::limits::OutputLimits;
 
 /// Runs of this many bytes or more of control characters or invalid UTF-8 are logged as
 /// one marker, `<N NUL bytes>` or `<N binary bytes>`; shorter runs are kept (controls
 /// escaped by the log, invalid bytes as U+FFFD).
 const RUN_MARKER_MIN: usize = 4;
 
-/// One run's output, cut into log lines within [`Limits`].
+/// One run's output, cut into log lines within [`OutputLimits`].
 #[derive(Debug)]
 pub struct RunOutput {
-    limits: Limits,
+    limits: OutputLimits,
     /// The start of the current line when it spans chunks; never above `line_bytes`.
     line: Vec<u8>,
     /// The current line was cut: its rest, up to the next newline, is skipped.
@@ -63,7 +43,7 @@ pub struct RunOutput {
 
 impl RunOutput {
     /// Output of a run that may log within `limits`.
-    pub fn new(limits: Limits) -> RunOutput {
+    pub fn new(limits: OutputLimits) -> RunOutput {
         RunOutput {
             limits,
             line: Vec::new(),
@@ -312,8 +292,8 @@ fn unprintable(c: char) -> bool {
 mod tests {
     use super::*;
 
-    fn limits(line_bytes: usize, log_lines: u64, log_bytes: u64) -> Limits {
-        Limits {
+    fn limits(line_bytes: usize, log_lines: u64, log_bytes: u64) -> OutputLimits {
+        OutputLimits {
             line_bytes,
             log_lines,
             log_bytes,
@@ -321,7 +301,7 @@ mod tests {
     }
 
     /// Feeds `chunks` to a run within `l` and returns what it logged.
-    fn run(l: Limits, chunks: &[&[u8]]) -> Vec<String> {
+    fn run(l: OutputLimits, chunks: &[&[u8]]) -> Vec<String> {
         let mut logged = Vec::new();
         let mut out = RunOutput::new(l);
         for c in chunks {
@@ -334,7 +314,7 @@ mod tests {
     #[test]
     fn lines_split_across_chunks_are_joined() {
         let got = run(
-            Limits::default(),
+            OutputLimits::default(),
             &[b"hel", b"lo\nwor", b"ld\r\n\nlast", b" one"],
         );
         assert_eq!(got, ["hello", "world", "", "last one"]);
@@ -420,7 +400,7 @@ mod tests {
             )
         );
         // The log line of a long NUL line is short.
-        let got = run(Limits::default(), &[&vec![0; 100_000]]);
+        let got = run(OutputLimits::default(), &[&vec![0; 100_000]]);
         assert_eq!(got[0], "<8192 NUL bytes> <cut at 8192 bytes>");
     }
 
@@ -438,13 +418,16 @@ mod tests {
         tail.push(b"ab");
         tail.push(b"cde");
         assert_eq!(tail.into_bytes(), b"bcde");
-        assert_eq!(RunOutput::new(Limits::default()).finish(&mut |_| {}), b"");
+        assert_eq!(
+            RunOutput::new(OutputLimits::default()).finish(&mut |_| {}),
+            b""
+        );
     }
 
     #[test]
     fn defaults_are_in_range() {
         use crate::limits::{OUTPUT_LINE_BYTES, OUTPUT_LOG_BYTES, OUTPUT_LOG_LINES};
-        let d = Limits::default();
+        let d = OutputLimits::default();
         assert!(OUTPUT_LINE_BYTES.check(d.line_bytes).is_ok());
         assert!(OUTPUT_LOG_LINES.check(d.log_lines).is_ok());
         assert!(OUTPUT_LOG_BYTES.check(d.log_bytes).is_ok());

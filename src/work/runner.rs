@@ -3,7 +3,7 @@
 //! The command gets the job id as its last argument, stdin from /dev/null, and the
 //! environment plus `REDBIKE_JOBID`, `REDBIKE_QUEUE`, `REDBIKE_PREFIX`,
 //! `REDBIKE_SCHEDULE`, `REDBIKE_BACKOFF_FILE` and `REDBIKE_FENCING_TOKEN`. Its output
-//! lines go to the log, prefixed with the job id, within the [`Limits`] of its queue
+//! lines go to the log, prefixed with the job id, within the [`OutputLimits`] of its queue
 //! (see `output.rs`). Exit codes: 0 success (a whole number of seconds written to the
 //! backoff file is a backoff), 100 stop, 101 unset, anything else a failure.
 
@@ -23,10 +23,11 @@ use std::{
 use crate::{
     error::{Error, Result},
     limits,
+    limits::OutputLimits,
     policy::Outcome,
     work::api::{Job, JobRunner},
     work::guard::Guard,
-    work::output::{Limits, RunOutput},
+    work::output::RunOutput,
     work::spawn::{Child, Spawner},
 };
 
@@ -59,9 +60,9 @@ pub struct CommandRunner {
     /// Timeouts of particular queues.
     timeouts: BTreeMap<String, Duration>,
     /// What a run's output may put in the log, unless its queue has limits of its own.
-    output_limits: Limits,
+    output_limits: OutputLimits,
     /// Output limits of particular queues.
-    queue_output_limits: BTreeMap<String, Limits>,
+    queue_output_limits: BTreeMap<String, OutputLimits>,
     /// A private directory holding one backoff file per slot.
     backoff_dir: tempfile::TempDir,
     /// Job id and process id of running jobs by slot (each job leads its own process
@@ -113,7 +114,7 @@ impl CommandRunner {
             command,
             queues,
             timeouts,
-            output_limits: Limits::default(),
+            output_limits: OutputLimits::default(),
             queue_output_limits: BTreeMap::new(),
             backoff_dir,
             pids: Mutex::new(HashMap::new()),
@@ -125,8 +126,8 @@ impl CommandRunner {
     /// Sets the output limits: `limits` for every queue but those in `by_queue`.
     pub fn with_output_limits(
         mut self,
-        limits: Limits,
-        by_queue: BTreeMap<String, Limits>,
+        limits: OutputLimits,
+        by_queue: BTreeMap<String, OutputLimits>,
     ) -> CommandRunner {
         self.output_limits = limits;
         self.queue_output_limits = by_queue;

@@ -1,9 +1,17 @@
 //! The typed call of recover.lua: put back a job whose worker vanished. Its KEYS and
 //! ARGV are built here only (their order is the header comment of recover.lua).
+//! [`recover_job`] decides and recovers one job; the dispatcher's recovery and
+//! `check --repair` both use it.
 
 use redis::{Connection, RedisResult};
 
-use crate::{jobid::queue_of, policy::Decision, redis::keys::Keys, redis::scripts};
+use crate::{
+    jobid::queue_of,
+    policy::{decide_recovery, Decision, Policy},
+    redis::keys::Keys,
+    redis::scripts,
+    redis::store::Store,
+};
 
 /// Why a job is thought lost (recover.lua re-checks it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,4 +70,46 @@ pub(crate) fn recover(
         .arg(keys.queue_wake(queue_of(r.jobid)))
         .arg(&keys.timeline_wake);
     inv.invoke(con)
+}
+
+/// Recovers one job if recover.lua still finds it `lost` (as it re-checks);
+/// true if it was put back.
+pub(crate) fn recover_job(
+    store: &mut Store<'_>,
+    id: &str,
+    lost: Lost,
+    now: i64,
+    policy: &Policy,
+) -> RedisResult<bool> {
+    let mut schedule: Option<String> = redis::cmd("HGET")
+        .arg(&store.keys.schedules)
+        .arg(id)
+        .query(store.con)?;
+    // The schedule may change under us (set/unset); decide again then, a few times.
+    for _ in 0..3 {
+        let decision = decide_recovery(id, schedule.as_deref(), now, policy);
+        let call = Recover {
+            jobid: id,
+            lost,
+            schedule: schedule.as_deref(),
+            decision,
+            now,
+        };
+        let reply = recover(store.con, store.keys, &call)?;
+        match reply.first().cloned().flatten().as_deref() {
+            Some("changed") => schedule = reply.get(1).cloned().flatten(),
+            Some("alive") | Some("fine") => return Ok(false),
+            Some(result) => {
+                let why = if lost == Lost::Index {
+                    "its worker stopped refreshing its lease"
+                } else {
+                    "it was out of circulation"
+                };
+                crate::log_warn!("recovered job {id}: {why}; {result} (status REC)");
+                return Ok(true);
+            }
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
 }
