@@ -193,6 +193,9 @@ pub struct Config {
     /// Seconds a job may be due on the timeline before `stats` and `check` call it
     /// overdue (`overdue-after`).
     pub overdue_after: u64,
+    /// History entries workers and dispatchers keep per job (`history-limit`; 0: no
+    /// history is written, see [`crate::history`]).
+    pub history_limit: u64,
     /// The file the configuration came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -251,6 +254,7 @@ struct RedbikeTable {
     jitter: Option<BTreeMap<String, u64>>,
     heartbeat_ttl: Option<u64>,
     overdue_after: Option<u64>,
+    history_limit: Option<u64>,
 }
 
 /// `[redbike.catch-up.Q]`: the catch-up policy of queue Q.
@@ -405,6 +409,11 @@ impl Config {
             limits::OVERDUE_AFTER,
             t.overdue_after.unwrap_or(60),
         )?;
+        let history_limit = in_range(
+            "redbike.history-limit",
+            limits::HISTORY_LIMIT,
+            t.history_limit.unwrap_or(crate::history::DEFAULT_LIMIT),
+        )?;
         let redis = &file.redis;
         if let Some(n) = redis.wait_replicas {
             in_range("redbike-redis.wait-replicas", limits::WAIT_REPLICAS, n)?;
@@ -462,6 +471,7 @@ impl Config {
             jitter,
             heartbeat_ttl,
             overdue_after,
+            history_limit,
             source,
         })
     }
@@ -512,6 +522,7 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "default-timeout" => limits::TIMEOUT,
         "grace-period" => limits::GRACE,
         "fence-after" => limits::FENCE_AFTER,
+        "history-limit" => limits::HISTORY_LIMIT,
         "failure-delay" => limits::FAILURE_DELAY,
         "heartbeat-ttl" => limits::HEARTBEAT_TTL,
         "overdue-after" => limits::OVERDUE_AFTER,

@@ -64,6 +64,7 @@ pub mod cli;
 pub mod config;
 pub mod dispatch;
 pub mod error;
+pub mod history;
 pub(crate) mod jitter;
 pub mod jobid;
 pub mod limits;

@@ -66,6 +66,11 @@ pub const HEARTBEAT_TTL: Range = Range::new(3, 3600, "seconds");
 /// `check` count it as overdue: at least 5 (dispatchers pass every second, and a pass
 /// on a loaded host may come a second or two late), a year at most.
 pub const OVERDUE_AFTER: Range = Range::new(5, YEAR, "seconds");
+/// `--history-limit`, `history-limit`: history entries kept per job (0: no history at
+/// all); each may hold a 2 KiB output tail, so 10,000 bounds a job's list near 25 MB.
+pub const HISTORY_LIMIT: Range = Range::new(0, 10_000, "entries");
+/// `history -n`: entries to print.
+pub const HISTORY_COUNT: Range = Range::new(1, 1_000_000, "");
 /// `port`: a TCP port.
 pub const PORT: Range = Range::new(1, 65_535, "");
 /// `db`: a database number (the server's `databases` setting bounds it further).
@@ -142,6 +147,16 @@ pub mod arg {
     /// `-j/--concurrency`.
     pub fn concurrency(text: &str) -> Result<usize, String> {
         CONCURRENCY.parse(text).map(|v| v as usize)
+    }
+
+    /// `--history-limit`.
+    pub fn history_limit(text: &str) -> Result<u64, String> {
+        HISTORY_LIMIT.parse(text)
+    }
+
+    /// `history -n`.
+    pub fn history_count(text: &str) -> Result<usize, String> {
+        HISTORY_COUNT.parse(text).map(|v| v as usize)
     }
 
     /// `next -n/--count`.

@@ -70,6 +70,10 @@ pub const GROUPS: &[Group] = &[
         run: worker::noop,
     },
     Group {
+        name: "work_noop_history",
+        run: worker::history,
+    },
+    Group {
         name: "work_true",
         run: worker::true_jobs,
     },

@@ -210,12 +210,24 @@ impl JobRunner for Counted {
 /// `jobs`; the n-th job asks the worker to stop. (`work::run` blocks SIGCHLD in its
 /// threads, so that jobs which spawn processes cannot interrupt its Redis reads.)
 fn inproc_run(ctx: &Ctx, n: usize, j: usize, jobs: Jobs) -> Result<InprocRun> {
+    inproc_run_with(ctx, n, j, jobs, redbike::history::DEFAULT_LIMIT)
+}
+
+/// [`inproc_run`] with `history_limit` (0: no run history).
+fn inproc_run_with(
+    ctx: &Ctx,
+    n: usize,
+    j: usize,
+    jobs: Jobs,
+    history_limit: u64,
+) -> Result<InprocRun> {
     const PREFIX: &str = "binproc";
     ctx.server.flush()?;
     queue_now_jobs(ctx, PREFIX, n)?;
     let config = config(ctx, PREFIX)?;
     let mut settings = Settings::from_config(&config);
     settings.concurrency = j;
+    settings.history_limit = history_limit;
     let shutdown = Shutdown::new();
     // One stop request only: a second one makes the loop exit the process.
     let stop_once = {
@@ -321,6 +333,76 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
         );
     }
     Ok(figures)
+}
+
+/// Pairs of runs of [`history`], history on then off.
+const HISTORY_PAIRS: usize = 5;
+
+/// `work_noop_history_ratio`: the -j 1 no-op drain of [`noop`] with the run history on
+/// (the default limit, 20 per job) and off (`history-limit = 0`), alternating in one
+/// session so that both see the same load; the ratio of the medians.
+pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let _quiet = QuietLog::new();
+    let n = ctx.n as f64;
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    // CPU µs per job of the worker and of redis-server: steadier than the rates on a
+    // loaded machine.
+    let (mut cpu_on, mut cpu_off) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    for _ in 0..HISTORY_PAIRS {
+        let limit = redbike::history::DEFAULT_LIMIT;
+        for (limit, rates, cpu) in [(limit, &mut on, &mut cpu_on), (0, &mut off, &mut cpu_off)] {
+            let r = inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, limit)?;
+            rates.push(n / r.secs);
+            cpu.0.push(1e6 * r.cpu / n);
+            cpu.1.push(1e6 * r.redis_cpu / n);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let cpu = format!(
+        "median CPU per job, worker / redis-server: on {:.1} / {:.1} µs, off {:.1} / {:.1} µs",
+        median(&mut cpu_on.0),
+        median(&mut cpu_on.1),
+        median(&mut cpu_off.0),
+        median(&mut cpu_off.1)
+    );
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let how = format!(
+        "in-process FnWorker at -j 1 draining {} queued NOW jobs, {HISTORY_PAIRS} pairs \
+         alternating history on (limit 20) and off (limit 0); jobs/s on: {}; off: {}; {cpu}",
+        ctx.n,
+        list(&on),
+        list(&off)
+    );
+    let (on_median, off_median) = (median(&mut on), median(&mut off));
+    Ok(vec![
+        Measurement::new(
+            "work_noop_history_on_per_s",
+            on_median,
+            "jobs/s",
+            how.clone(),
+        ),
+        Measurement::new(
+            "work_noop_history_off_per_s",
+            off_median,
+            "jobs/s",
+            how.clone(),
+        ),
+        Measurement::new(
+            "work_noop_history_ratio",
+            on_median / off_median,
+            "on/off",
+            how,
+        )
+        .target(Target::AtLeast(0.9)),
+    ])
 }
 
 /// Sets the in-process log level to warnings while alive, so in-process workers do not

@@ -10,7 +10,8 @@ PREFIX-timeline (sorted set by next run), PREFIX-work-Q (list per queue Q) with 
 PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-control, \
 PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens), \
 PREFIX-procs (set of registered process ids) with PREFIX-proc-ID (a process's JSON \
-description, expiring). Status \
+description, expiring), and the run history: PREFIX-history-JOBID, PREFIX-recent-runs, \
+PREFIX-recent-failures (lists), PREFIX-runs-per-minute, PREFIX-due (hashes). Status \
 events: TML timeline, ENQ queued, WRK running, STP stopped, DIE failed, TMO timed out, \
 INT stopped because its worker stopped, FNC stopped because its worker could not \
 confirm it to Redis (fencing), REC recovered after its worker vanished, SKP a late run \
@@ -277,8 +278,11 @@ timeline's size, the jobs due now or earlier and how late the oldest of them is 
 queue its length and how long its next job has waited, from that job's ENQ status \
 (LLEN, LINDEX -1, HGET); the Redis settings that can lose jobs: maxmemory-policy, \
 used memory and maxmemory, evicted keys, persistence, and each finding (INFO, and \
-CONFIG GET save as the default user). These are cheap: a few round trips whatever the \
-size of the data.
+CONFIG GET save as the default user); from the run history, runs per minute (estimated \
+from per-minute counts), failures of the last minute, and the lateness of the last \
+minute's runs, p50 and p99 of start minus due among the last 1000 runs (HMGET, LRANGE; \
+see redbike-history(1)). These are cheap: a few round trips whatever the size of the \
+data.
 
 Alive: registered dispatchers and workers, and workers per queue (each queue reported, \
 0 when no worker works it, and each queue a live worker works), as `redbike ps` lists \
@@ -327,6 +331,33 @@ dispatcher, and ttl). Rows are sorted by kind, host and pid.
 
 Keys: PREFIX-procs (set of ids) and PREFIX-proc-ID (the JSON description, expiring); \
 reading them costs SMEMBERS, then GET and PTTL per process.";
+
+/// `history`: the columns and where the entries come from.
+pub const HISTORY: &str = "\
+Every run a redbike worker makes leaves an entry, and so does every recovery, skip \
+(catch-up) or refusal (an unreadable schedule) a dispatcher makes. A job's last \
+history-limit entries (config key, or --history-limit of work and dispatch; default \
+20; 0 writes no history) are in PREFIX-history-JOBID; without JOBID the command prints \
+every job's last 1000 entries (PREFIX-recent-runs), with --failures the last 1000 \
+failures (PREFIX-recent-failures). A valid job id without history prints the header \
+only (exit 0); an invalid one exits 2.
+
+CSV header row (RFC 4180, CRLF line ends): \
+job,queue,outcome,due,start,end,duration,late,exit,signal,host,pid,by,detail,tail. \
+job and queue: the job and its queue. outcome: ok, backoff (succeeded and asked to \
+wait), stopped (asked to stop), unset, failed (DIE), timed-out (TMO), interrupted \
+(INT: its worker was stopping), fenced (FNC), recovered (REC: its worker vanished), \
+skipped (SKP: catch-up), bad (BAD: unreadable schedule). due: unix seconds the run was \
+due: the timeline score a redbike dispatcher queued it at, else (NOW, CONTINUE, a job \
+queued by set, a rerun, or by the Python original) when it entered its queue; empty \
+when unknown. start, end: unix seconds with milliseconds (a dispatcher's entry has no \
+start: end is when it acted). duration: seconds the run took. late: start minus due \
+(for a skip, end minus due). exit, signal: how the command ended (empty when it did \
+not start, or for a dispatcher's entry). host, pid, by: the process that wrote the \
+entry, by = worker or dispatcher. detail: why, in words (a failure's reason, a skip's \
+next run). tail: the last lines of the run's output, at most 2 KiB. Empty fields are \
+unknown or do not apply. --format json prints one array of objects with the same \
+fields (numbers as numbers, null when unknown).";
 
 /// `ping`: what it prints and how each deployment is configured.
 pub const PING: &str = "\

@@ -114,9 +114,22 @@ pub struct WorkFlags {
     /// Bytes of a run's output logged, for every queue (0 to 1099511627776) [default: `output-log-bytes` in the config, else 1048576]
     #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_log_bytes)]
     pub output_log_bytes: Option<u64>,
+    /// History entries kept per job, 0..=10000; 0 writes no history at all
+    /// [default: `history-limit` in the config, else 20]
+    #[arg(long, value_name = "N", value_parser = limits::arg::history_limit)]
+    pub history_limit: Option<u64>,
     /// The command to run per job (after `--`); the job id is appended
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// How `redbike history` prints its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    /// RFC 4180 CSV with a header row.
+    Csv,
+    /// One JSON array of entry objects.
+    Json,
 }
 
 /// The subcommands.
@@ -191,6 +204,10 @@ pub enum Command {
         /// [default: the timefile's time, else now]
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
+        /// History entries kept per job by recoveries and skips, 0..=10000; 0 writes
+        /// none [default: `history-limit` in the config, else 20]
+        #[arg(long, value_name = "N", value_parser = limits::arg::history_limit)]
+        history_limit: Option<u64>,
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
     #[command(after_long_help = help::WORK)]
@@ -218,6 +235,26 @@ pub enum Command {
         /// The runs of this job: with its queue's jitter (config `[redbike.jitter]`)
         #[arg(long, value_name = "JOBID")]
         job: Option<String>,
+    },
+    /// Print the run history, newest first: one job's, or every job's recent runs, as
+    /// CSV (header row: see below) or JSON
+    #[command(after_long_help = help::HISTORY)]
+    History {
+        /// The job id [default: every job's recent runs]
+        jobid: Option<String>,
+        /// At most this many entries, 1..=1000000
+        #[arg(short = 'n', long, value_name = "N", value_parser = limits::arg::history_count,
+              allow_negative_numbers = true)]
+        count: Option<usize>,
+        /// Only failures (every outcome but ok, backoff, stopped and unset)
+        #[arg(long)]
+        failures: bool,
+        /// Only entries that ended at or after this time
+        #[arg(long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
+        since: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = HistoryFormat::Csv, value_name = "FORMAT")]
+        format: HistoryFormat,
     },
     /// Print figures about the prefix: queues, timeline, running jobs, statuses
     #[command(after_long_help = help::STATS)]
@@ -344,8 +381,32 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         Command::Work(flags) => cmd_work(&config, flags),
         Command::Check { repair } => cmd_check(&config, repair),
         Command::Load { file, after } => cmd_load(&config, &file, after.as_deref()),
-        Command::Dispatch { schedules, after } => {
+        Command::Dispatch {
+            schedules,
+            after,
+            history_limit,
+        } => {
+            let config = Config {
+                history_limit: history_limit.unwrap_or(config.history_limit),
+                ..config
+            };
             cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
+        }
+        Command::History {
+            jobid,
+            count,
+            failures,
+            since,
+            format,
+        } => {
+            let since = parse_ts("--since", since.as_deref(), &config)?;
+            let query = crate::history::Query {
+                job: jobid,
+                failures,
+                since,
+                limit: count,
+            };
+            cmd_history(&config, &query, format)
         }
         Command::Stats {
             format,
@@ -437,6 +498,22 @@ fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
     print_line(&json)?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_history(
+    config: &Config,
+    query: &crate::history::Query,
+    format: HistoryFormat,
+) -> Result<ExitCode> {
+    if let Some(id) = &query.job {
+        jobid::validate(id)?;
+    }
+    let entries = with_store(config, |store| crate::history::read(store, query))?;
+    match format {
+        HistoryFormat::Csv => crate::history::write_csv(&entries, out())?,
+        HistoryFormat::Json => crate::history::write_json(&entries, out())?,
+    }
     Ok(ExitCode::Success)
 }
 
@@ -641,6 +718,9 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
             .collect(),
     };
     let mut settings = work::Settings::from_config(config);
+    if let Some(n) = flags.history_limit {
+        settings.history_limit = n;
+    }
     if let Some(n) = flags.concurrency {
         settings.concurrency = n;
     }
@@ -679,7 +759,8 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     }
     let runner =
         runner::CommandRunner::new(command, queues, timeouts, w.pass_redis_env, settings.grace)?
-            .with_output_limits(output_limits, queue_output_limits);
+            .with_output_limits(output_limits, queue_output_limits)
+            .with_history(settings.history_limit > 0);
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(false)

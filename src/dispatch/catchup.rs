@@ -12,7 +12,7 @@
 
 use crate::{
     config::{CatchUpPolicy, Config},
-    jitter,
+    history, jitter,
     policy::Action,
     redis::keys::queue_of,
     redis::scripts,
@@ -107,17 +107,37 @@ fn skip(
             _ => return Ok(false),
         };
     let (action, at) = Action::from(next.map_or(Placement::Stop, Placement::Timeline)).wire();
+    let entry = (config.history_limit > 0).then(|| {
+        let end = crate::schedule::timestamp::now_precise();
+        let mut e = history::Entry::new(jobid, history::Outcome::Skipped, end, "dispatcher");
+        e.due = Some(due as i64);
+        e.late = Some(history::millis(end - due));
+        e.detail = match next {
+            Some(ts) => format!("next run at {}", timestamp::iso_utc(ts)),
+            None => "no run left: stopped".into(),
+        };
+        e.to_json()
+    });
+    let k = store.keys;
     let reply: String = scripts::SKIP
-        .key(&store.keys.timeline)
-        .key(&store.keys.statuses)
-        .key(&store.keys.failures)
-        .key(&store.keys.schedules)
+        .key(&k.timeline)
+        .key(&k.statuses)
+        .key(&k.failures)
+        .key(&k.schedules)
+        .key(k.history(jobid))
+        .key(&k.recent_runs)
+        .key(&k.recent_failures)
+        .key(&k.due)
         .arg(jobid)
         .arg(score)
         .arg(&text)
         .arg(action)
         .arg(at)
         .arg(now)
+        .arg(entry.unwrap_or_default())
+        .arg(config.history_limit)
+        .arg(history::RECENT_RUNS)
+        .arg(history::RECENT_FAILURES)
         .invoke(store.con)?;
     if reply != "skipped" {
         return Ok(false);

@@ -66,9 +66,10 @@ pub struct Pass {
     pub beat: i64,
 }
 
-/// Moves every job due at or before `point` into its queue, in batches.
-pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
-    pass_with(store, point, None)
+/// Moves every job due at or before `point` into its queue, in batches; with
+/// `history`, notes the instant each was due (`P-due`, see [`crate::history`]).
+pub fn pass(store: &mut Store<'_>, point: i64, history: bool) -> redis::RedisResult<Pass> {
+    pass_with(store, point, history, None)
 }
 
 /// [`pass`], its first batch carrying a heartbeat (keys and arguments from
@@ -76,6 +77,7 @@ pub fn pass(store: &mut Store<'_>, point: i64) -> redis::RedisResult<Pass> {
 pub fn pass_with(
     store: &mut Store<'_>,
     point: i64,
+    history: bool,
     mut beat: Option<([String; 2], [String; 3])>,
 ) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
@@ -86,10 +88,12 @@ pub fn pass_with(
             .key(&store.keys.statuses)
             .key(&store.keys.control)
             .key(&store.keys.leases)
+            .key(&store.keys.due)
             .arg(&store.keys.prefix)
             .arg(point)
             .arg(BATCH)
-            .arg(timestamp::now());
+            .arg(timestamp::now())
+            .arg(if history { "1" } else { "0" });
         if let Some((keys, args)) = beat.take() {
             call.key(&keys[..]).arg(&args[..]);
         }
@@ -133,7 +137,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut timefile_retry = Instant::now();
     let mut written = None;
     let mut odd_logged = false;
-    let mut recovery = Recovery::new(config.policy());
+    let mut recovery = Recovery::new(config.policy(), config.history_limit);
     let mut watch = Watch::new(config, "dispatcher");
     let mut registration = Registration::new(config, registry::DISPATCHER, Vec::new(), None);
     while !shutdown.requested() {
@@ -172,7 +176,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             .and_then(|()| catchup::skip_late(&mut store, config, timestamp::now()))
             .and_then(|_| {
                 let beat = registration.due().then(|| registration.beat_for_script());
-                pass_with(&mut store, point, beat)
+                pass_with(&mut store, point, config.history_limit > 0, beat)
             })
             .and_then(|p| {
                 recovery.tick(

@@ -50,6 +50,8 @@ const ODD_AGAIN: f64 = 30.0;
 pub struct Recovery {
     /// How jobs are put back (schedule zone, failure delay, jitter).
     policy: Policy,
+    /// History entries kept per job (`history-limit`; 0: recoveries write none).
+    history_limit: u64,
     /// No recovery before this instant.
     quiet_until: Instant,
     /// Jobs seen out of circulation, with when they were first seen.
@@ -65,9 +67,10 @@ pub struct Recovery {
 
 impl Recovery {
     /// Recovery with the given settings; the first sweep step is due at once.
-    pub(crate) fn new(policy: Policy) -> Recovery {
+    pub(crate) fn new(policy: Policy, history_limit: u64) -> Recovery {
         Recovery {
             policy,
+            history_limit,
             quiet_until: Instant::now(),
             suspects: HashMap::new(),
             cursor: 0,
@@ -116,7 +119,7 @@ impl Recovery {
         lost: Lost,
         now: i64,
     ) -> RedisResult<Option<bool>> {
-        match recover_job(store, id, lost, now, &self.policy) {
+        match recover_job(store, id, lost, now, &self.policy, self.history_limit) {
             Err(e) if crate::error::is_wrong_type(&e) => {
                 if self.odd.insert(id.to_string()) {
                     crate::log_warn!(

@@ -147,8 +147,13 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.leases.clone(), "zset"),
             (k.fencing.clone(), "string"),
             (k.procs.clone(), "set"),
+            (k.recent_runs.clone(), "list"),
+            (k.recent_failures.clone(), "list"),
+            (k.runs_per_minute.clone(), "hash"),
+            (k.due.clone(), "hash"),
         ];
         let head = format!("{}-work-", k.prefix);
+        let history = k.history("");
         let pattern = format!("{}-*", glob_escape(&k.prefix));
         let mut scan = Scan::new("SCAN", None, &["MATCH", &pattern]);
         while let Some(keys) = scan.next_page::<String>(self.store.con)? {
@@ -172,6 +177,16 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                     findings.push((
                         "odd-key",
                         format!("{key} holds a {ty} where redbike keeps a {want}"),
+                    ));
+                }
+                continue;
+            }
+            if key.starts_with(&history) {
+                // A job's run history (its entries cost the job nothing when odd).
+                if ty != "list" {
+                    findings.push((
+                        "odd-key",
+                        format!("{key} holds a {ty} where redbike keeps a list"),
                     ));
                 }
                 continue;
@@ -406,7 +421,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if self.repair {
             for id in lost {
                 let now = crate::schedule::timestamp::now();
-                match recover_job(self.store, &id, Lost::Orphan, now, self.policy) {
+                match recover_job(self.store, &id, Lost::Orphan, now, self.policy, 0) {
                     Ok(true) => self.summary.repaired += 1,
                     Ok(false) => {}
                     // One of its keys is of another type (reported by check_keys).

@@ -79,6 +79,9 @@ pub struct Stats {
     pub alive: Option<Alive>,
     /// Jobs due for longer than `overdue-after` and not yet dispatched.
     pub overdue: Overdue,
+    /// Runs per minute and lateness over the last minute, from the run history
+    /// (`P-runs-per-minute`, `P-recent-runs`; all zero with history off).
+    pub recent_runs: crate::history::Recent,
 }
 
 /// The registered processes alive (see [`crate::redis::registry`]).
@@ -132,6 +135,7 @@ pub struct Queue {
 pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -> Result<Stats> {
     let mut stats = read_cheap(store, now, opts.overdue_after)?;
     stats.redis = probe.query(store.con)?.ok();
+    stats.recent_runs = crate::history::recent(store, timestamp::now_precise())?;
     let mut names: BTreeSet<String> = opts.queues.iter().cloned().collect();
     if opts.scan {
         let found = scan_work_keys(store)?;
@@ -216,6 +220,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
             jobs: overdue,
             after_seconds: overdue_after,
         },
+        recent_runs: Default::default(),
     })
 }
 
@@ -438,6 +443,16 @@ fn render_text(s: &Stats) -> String {
     if let Some(n) = s.lease_keys {
         lines.push(format!("lease keys  {n} (any worker's)"));
     }
+    let r = &s.recent_runs;
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}s"));
+    lines.push(format!(
+        "runs        {} per minute, {} failure(s) in the last minute; lateness p50 {}, p99 {} ({} run(s) of the last minute)",
+        r.runs_per_minute,
+        r.recent_failures,
+        secs(r.lateness_p50_seconds),
+        secs(r.lateness_p99_seconds),
+        r.lateness_samples
+    ));
     match &s.redis {
         Some(h) => {
             lines.push(format!(
@@ -464,8 +479,50 @@ struct Gauge {
     samples: Vec<(Vec<(&'static str, String)>, i64)>,
 }
 
+/// The run history's figures, in seconds (fractions): written apart from the integer
+/// gauges.
+fn history_metrics(s: &Stats, out: &mut String) {
+    let r = &s.recent_runs;
+    let prefix = escape_label(&s.prefix);
+    let metrics: [(&str, &str, Option<f64>); 5] = [
+        (
+            "redbike_runs_per_minute",
+            "Runs workers recorded over the last minute (estimated from per-minute counts).",
+            Some(r.runs_per_minute as f64),
+        ),
+        (
+            "redbike_recent_failures",
+            "History entries of the last minute that are failures.",
+            Some(r.recent_failures as f64),
+        ),
+        (
+            "redbike_run_lateness_samples",
+            "Runs of the last minute the lateness percentiles are taken from.",
+            Some(r.lateness_samples as f64),
+        ),
+        (
+            "redbike_run_lateness_p50_seconds",
+            "Median seconds from due to start of the runs of the last minute.",
+            r.lateness_p50_seconds,
+        ),
+        (
+            "redbike_run_lateness_p99_seconds",
+            "99th percentile of seconds from due to start of the runs of the last minute.",
+            r.lateness_p99_seconds,
+        ),
+    ];
+    for (name, help, value) in metrics {
+        if let Some(v) = value {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{prefix=\"{prefix}\"}} {v}\n"
+            ));
+        }
+    }
+}
+
 fn render_prometheus(s: &Stats) -> String {
     let mut out = String::new();
+    history_metrics(s, &mut out);
     for g in gauges(s).iter().filter(|g| !g.samples.is_empty()) {
         out.push_str(&format!(
             "# HELP {} {}\n# TYPE {} {}\n",
@@ -735,6 +792,13 @@ mod tests {
                 jobs: 4,
                 after_seconds: 60,
             },
+            recent_runs: crate::history::Recent {
+                runs_per_minute: 12,
+                lateness_samples: 3,
+                lateness_p50_seconds: Some(0.25),
+                lateness_p99_seconds: None,
+                recent_failures: 1,
+            },
         }
     }
 
@@ -788,6 +852,19 @@ mod tests {
         s.timeline.due = 0;
         s.timeline.oldest_due_lateness_seconds = 0;
         assert!(render_text(&s).contains("2 job(s), 0 due\n"));
+    }
+
+    #[test]
+    fn history_figures_are_in_seconds() {
+        let out = render_prometheus(&sample());
+        assert!(
+            out.contains("redbike_run_lateness_p50_seconds{prefix=\"p\\\"x\"} 0.25\n"),
+            "{out}"
+        );
+        assert!(out.contains("redbike_runs_per_minute{prefix=\"p\\\"x\"} 12\n"));
+        // No sample: no line.
+        assert!(!out.contains("redbike_run_lateness_p99_seconds{"));
+        assert!(render_text(&sample()).contains("lateness p50 0.250s, p99 -"));
     }
 
     #[test]

@@ -14,6 +14,14 @@
 //! | `P-fencing` | string | the last fencing token given to a run (new here) |
 //! | `P-procs` | set | ids of the registered dispatchers and workers (new here) |
 //! | `P-proc-ID` | string, expiring | the JSON description of process `ID`, kept alive by its heartbeats (new here) |
+//! | `P-history-JOBID` | list | the job's run history, newest first (new here, see `crate::history`) |
+//! | `P-recent-runs` | list | every job's recent history entries (new here) |
+//! | `P-recent-failures` | list | recent history entries that are failures (new here) |
+//! | `P-runs-per-minute` | hash | minute -> runs recorded then, the last few minutes (new here) |
+//! | `P-due` | hash | job id -> `DUE:ENQUEUED`: the score a dispatcher queued it at (new here) |
+//!
+//! The Python original ignores the keys that are new here: it neither reads nor
+//! writes them, nor deletes them with a job.
 //!
 //! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
 //! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
@@ -42,6 +50,14 @@ pub struct Keys {
     /// `P-procs`: the ids of registered dispatchers and workers (see
     /// [`crate::redis::registry`]; unknown to the original, harmless).
     pub procs: String,
+    /// `P-recent-runs`: every job's recent history entries.
+    pub recent_runs: String,
+    /// `P-recent-failures`: recent history entries that are failures.
+    pub recent_failures: String,
+    /// `P-runs-per-minute`: runs recorded per minute, the last few minutes.
+    pub runs_per_minute: String,
+    /// `P-due`: the timeline score a dispatcher queued each job at.
+    pub due: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -97,6 +113,10 @@ impl Keys {
             leases: format!("{prefix}-leases"),
             fencing: format!("{prefix}-fencing"),
             procs: format!("{prefix}-procs"),
+            recent_runs: format!("{prefix}-recent-runs"),
+            recent_failures: format!("{prefix}-recent-failures"),
+            runs_per_minute: format!("{prefix}-runs-per-minute"),
+            due: format!("{prefix}-due"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }
@@ -120,6 +140,11 @@ impl Keys {
     /// `P-proc-ID`, the description of registered process `id`.
     pub fn proc(&self, id: &str) -> String {
         format!("{}-proc-{id}", self.prefix)
+    }
+
+    /// `P-history-JOBID`, the run history of a job.
+    pub fn history(&self, jobid: &str) -> String {
+        format!("{}-history-{jobid}", self.prefix)
     }
 
     /// The channel that wakes workers of queue `queue`.

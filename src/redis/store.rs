@@ -111,6 +111,9 @@ pub struct JobInfo {
     pub lease_seconds_left: Option<f64>,
     /// The last failure, `DIE:TS` or `TMO:TS`.
     pub last_failure: Option<String>,
+    /// Its last few history entries, newest first, and its last success.
+    #[serde(flatten)]
+    pub history: crate::history::JobHistory,
 }
 
 /// A connection to Redis with the key names of one prefix.
@@ -365,6 +368,8 @@ impl Store<'_> {
             .key(queue)
             .key(members)
             .key(&self.keys.failures)
+            .key(self.keys.history(jobid))
+            .key(&self.keys.due)
             .arg(jobid)
             .invoke(self.con)?;
         Ok(found == 1)
@@ -427,15 +432,18 @@ impl Store<'_> {
             i64,
             bool,
             Option<String>,
+            Vec<Vec<u8>>,
         );
-        let (status, schedule, score, pttl, queued, last_failure): Reply = redis::pipe()
-            .hget(&self.keys.statuses, jobid)
+        let mut pipe = redis::pipe();
+        pipe.hget(&self.keys.statuses, jobid)
             .hget(&self.keys.schedules, jobid)
             .zscore(&self.keys.timeline, jobid)
             .pttl(self.keys.lease(jobid))
             .sismember(self.keys.members(q), jobid)
-            .hget(&self.keys.failures, jobid)
-            .query(self.con)?;
+            .hget(&self.keys.failures, jobid);
+        crate::history::add_job_reads(&mut pipe, self.keys, jobid);
+        let (status, schedule, score, pttl, queued, last_failure, runs): Reply =
+            pipe.query(self.con)?;
         let next_run = score.map(|s| s as i64);
         Ok(JobInfo {
             status,
@@ -448,6 +456,7 @@ impl Store<'_> {
             queued,
             lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
             last_failure,
+            history: crate::history::job_history(runs, &self.keys.history(jobid)),
         })
     }
 

@@ -110,6 +110,12 @@ static SKEW: std::sync::LazyLock<i64> = std::sync::LazyLock::new(|| {
         .unwrap_or(0)
 });
 
+/// The current time in unix seconds, with its fraction (history entries).
+pub fn now_precise() -> f64 {
+    let t = Utc::now();
+    t.timestamp() as f64 + f64::from(t.timestamp_subsec_micros()) / 1e6 + *SKEW as f64
+}
+
 /// The current time in whole unix seconds.
 pub fn now() -> i64 {
     Utc::now().timestamp() + *SKEW

@@ -67,6 +67,9 @@ pub struct Job {
     /// When the run is to be stopped unless its worker confirms it to Redis again
     /// (as of its start; the loop moves it on); `None`: never.
     pub fence_at: Option<Instant>,
+    /// The instant the run was due, unix seconds (see `docs/history.md`); `None` when
+    /// unknown or with history off.
+    pub due: Option<i64>,
 }
 
 /// What runs jobs: the worker loop hands each claimed job to one. [`crate::work::runner::CommandRunner`] runs a command per job;
@@ -80,6 +83,11 @@ pub trait JobRunner: Send + Sync {
     }
     /// Runs one job to its end. Called on the job's slot thread.
     fn work(&self, job: &Job) -> Outcome;
+    /// [`JobRunner::work`], also saying what the run's history entry records of it
+    /// (exit code, signal, output tail); the slots call this one.
+    fn run(&self, job: &Job) -> (Outcome, crate::history::RunDetails) {
+        (self.work(job), crate::history::RunDetails::default())
+    }
     /// Asks a running job to stop (`force`: at once). Called from the loop thread on
     /// timeout and shutdown; a runner that cannot interrupt its jobs ignores it.
     fn stop(&self, _job: &Job, _force: bool) {}
@@ -162,6 +170,8 @@ pub struct Settings {
     pub wait: Option<(u32, u64)>,
     /// Per-queue jitter of recurring jobs' runs, seconds (`[redbike.jitter]`).
     pub jitter: BTreeMap<String, u64>,
+    /// History entries kept per job (`history-limit`; 0: none written).
+    pub history_limit: u64,
 }
 
 impl Settings {
@@ -178,6 +188,7 @@ impl Settings {
             timezone: config.timezone,
             wait: config.redis.wait(),
             jitter: config.jitter.clone(),
+            history_limit: config.history_limit,
         }
     }
 
@@ -207,6 +218,7 @@ mod tests {
             timezone: Tz::UTC,
             wait: None,
             jitter: BTreeMap::new(),
+            history_limit: 20,
         }
     }
 

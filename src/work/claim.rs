@@ -64,6 +64,8 @@ pub(super) struct Claimed {
     pub token: u64,
     /// When the claim was sent (its lease runs from about then).
     pub claimed: Instant,
+    /// The instant its run was due (history on).
+    pub due: Option<i64>,
 }
 
 /// The distinct queues of the cycle with their keys and lease times.

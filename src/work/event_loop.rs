@@ -814,16 +814,24 @@ impl Loop {
 
     /// Adds one finish.lua call for every pending outcome to `pipe`.
     fn add_finish(&self, pipe: &mut redis::Pipeline, now: i64) {
+        let history = self.settings.history_limit > 0;
         let runs = self.outbox.pending.iter().map(|f| {
             let schedule = f.job.schedule.as_deref();
+            let decision = decide(&f.job.id, schedule, &f.end, now, &self.policy);
+            let (entry, kind) = match history {
+                true => run_entry(f, &decision),
+                false => (String::new(), ""),
+            };
             Finished {
                 jobid: &f.job.id,
                 tag: &f.tag,
                 schedule,
-                decision: decide(&f.job.id, schedule, &f.end, now, &self.policy),
+                decision,
+                entry,
+                kind,
             }
         });
-        worker_scripts::add_finish(pipe, &self.keys, runs, now);
+        worker_scripts::add_finish(pipe, &self.keys, runs, now, self.settings.history_limit);
     }
 
     /// Adds a claim.lua call for `tags.len()` jobs to `pipe`.
@@ -837,6 +845,7 @@ impl Loop {
             tags,
             recover_after: recover_after(&self.settings).as_secs(),
             now,
+            history: self.settings.history_limit > 0,
         };
         worker_scripts::add_claim(pipe, &self.keys, &claim);
     }
@@ -1060,9 +1069,13 @@ impl Loop {
             self.claims.cursor = cursor;
         }
         let mut claimed = Vec::new();
-        while let (Some(id), Some(schedule), Some(pair)) =
-            (items.next(), items.next(), items.next())
-        {
+        while let (Some(id), Some(schedule), Some(pair), Some(status), Some(due)) = (
+            items.next(),
+            items.next(),
+            items.next(),
+            items.next(),
+            items.next(),
+        ) {
             let (Ok(id), Ok(schedule), Ok(pair)) = (
                 redis::from_redis_value::<String>(id),
                 redis::from_redis_value::<Option<String>>(schedule),
@@ -1070,6 +1083,8 @@ impl Loop {
             ) else {
                 continue;
             };
+            let text = |v| redis::from_redis_value::<Option<String>>(v).ok().flatten();
+            let due = crate::history::due_at(text(status).as_deref(), text(due).as_deref());
             let token = first_token + claimed.len() as u64;
             claimed.push(Claimed {
                 id,
@@ -1078,6 +1093,7 @@ impl Loop {
                 tag: full_tag(&tags[claimed.len()], token),
                 token,
                 claimed: sent,
+                due,
             });
         }
         claimed
@@ -1130,6 +1146,7 @@ impl Loop {
                 slot: 0,
                 token: Some(c.token),
                 fence_at: Some(c.claimed + self.settings.fence_after),
+                due: c.due,
             };
             Ready {
                 job,
@@ -1143,4 +1160,42 @@ impl Loop {
         self.outbox.releases.extend(stale);
         self.pool.add(fresh);
     }
+}
+
+/// The history entry of a run and its kind for finish.lua (`f` failure, else empty).
+/// Made from the run alone (not the time of the write), so an outcome written again
+/// makes the same entry, which finish.lua then recognises.
+fn run_entry(f: &crate::work::pool::Ended, d: &crate::policy::Decision) -> (String, &'static str) {
+    use crate::history::{millis, Entry, Outcome as H};
+    use crate::policy::Mode;
+    let outcome = match (&f.end, d.mode) {
+        (_, Mode::Unset) => H::Unset,
+        (_, Mode::Bad) => H::Bad,
+        (End::TimedOut, _) => H::TimedOut,
+        (End::Interrupted, _) => H::Interrupted,
+        (End::Fenced, _) => H::Fenced,
+        (End::Recovered, _) => H::Recovered,
+        (End::Outcome(Outcome::Failed(_)), _) => H::Failed,
+        (End::Outcome(Outcome::Stop), _) => H::Stopped,
+        (End::Outcome(Outcome::Unset), _) => H::Unset,
+        (End::Outcome(Outcome::Success { backoff: Some(_) }), _) => H::Backoff,
+        (End::Outcome(Outcome::Success { backoff: None }), _) => H::Ok,
+    };
+    let (start, end) = f.span;
+    let mut e = Entry::new(&f.job.id, outcome, end, "worker");
+    e.start = Some(millis(start));
+    e.duration = Some(millis(f.ran.as_secs_f64()));
+    e.due = f.job.due;
+    e.late = f.job.due.map(|due| millis(start - due as f64));
+    e.exit = f.details.exit;
+    e.signal = f.details.signal;
+    e.tail = f.details.tail.clone();
+    e.detail = match &f.end {
+        End::Outcome(Outcome::Failed(why)) => why.clone(),
+        End::Outcome(Outcome::Success { backoff: Some(n) }) => format!("backoff {n}s"),
+        _ if outcome == H::Bad => "its schedule cannot be read".into(),
+        _ => String::new(),
+    };
+    let kind = if outcome.is_failure() { "f" } else { "" };
+    (e.to_json(), kind)
 }

@@ -146,6 +146,15 @@ impl RunOutput {
         self.line = joined;
     }
 
+    /// The tail kept so far (empty without one), for a run whose output goes on after
+    /// its end (see [`RunOutput::with_tail`]).
+    pub fn tail(&self) -> Vec<u8> {
+        self.tail
+            .as_ref()
+            .map(|t| t.bytes.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// Ends the run: logs a last line left without a newline and, when anything was
     /// not logged, one line saying how much. Returns the tail (empty without one).
     pub fn finish(mut self, log: &mut impl FnMut(&str)) -> Vec<u8> {

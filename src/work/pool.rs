@@ -12,6 +12,7 @@ use std::{
 };
 
 use crate::{
+    history::RunDetails,
     policy::{End, Outcome},
     work::api::{Job, HOLD_AT_MOST},
 };
@@ -48,6 +49,8 @@ pub(crate) struct Running {
     pub fence_at: Instant,
     /// Whether it was stopped for that (fenced).
     pub fenced: bool,
+    /// When it started, unix seconds (its history entry).
+    pub started_at: f64,
 }
 
 /// A job that ended, for the loop to record.
@@ -60,6 +63,10 @@ pub(crate) struct Ended {
     pub end: End,
     /// How long it ran.
     pub ran: Duration,
+    /// When it started and ended, unix seconds (its history entry).
+    pub span: (f64, f64),
+    /// What its history entry records of how it ended.
+    pub details: RunDetails,
 }
 
 /// What the loop and the slots share.
@@ -149,6 +156,7 @@ impl Pool {
                         .fence_at
                         .unwrap_or(now + Duration::from_secs(365 * 86_400)),
                     fenced: false,
+                    started_at: crate::schedule::timestamp::now_precise(),
                 };
                 state.running.insert(slot, running);
                 return Some((job, state.ready.len() + 1 == state.low));
@@ -161,7 +169,7 @@ impl Pool {
 
     /// Records how the job of `slot` ended. True if the loop has yet to be told that
     /// jobs ended (nothing else ended since it last took them).
-    pub fn end(&self, slot: usize, outcome: Outcome) -> bool {
+    pub fn end(&self, slot: usize, outcome: Outcome, details: RunDetails) -> bool {
         let mut state = self.lock();
         let Some(r) = state.running.remove(&slot) else {
             return false;
@@ -180,6 +188,8 @@ impl Pool {
             tag: r.tag,
             end,
             ran: r.started.elapsed(),
+            span: (r.started_at, crate::schedule::timestamp::now_precise()),
+            details,
         });
         state.ended.len() == 1
     }

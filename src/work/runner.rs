@@ -22,6 +22,7 @@ use std::{
 
 use crate::{
     error::{Error, Result},
+    history::{self, RunDetails},
     limits,
     limits::OutputLimits,
     policy::Outcome,
@@ -72,6 +73,8 @@ pub struct CommandRunner {
     guard: Guard,
     /// Starts the command.
     spawner: Spawner,
+    /// Whether runs keep the tail of their output for their history entry.
+    keep_tail: bool,
 }
 
 impl CommandRunner {
@@ -120,6 +123,7 @@ impl CommandRunner {
             pids: Mutex::new(HashMap::new()),
             guard: Guard::start(grace)?,
             spawner,
+            keep_tail: false,
         })
     }
 
@@ -131,6 +135,13 @@ impl CommandRunner {
     ) -> CommandRunner {
         self.output_limits = limits;
         self.queue_output_limits = by_queue;
+        self
+    }
+
+    /// Keeps the last [`history::TAIL_BYTES`] of each run's output for its history
+    /// entry (history on).
+    pub fn with_history(mut self, on: bool) -> CommandRunner {
+        self.keep_tail = on;
         self
     }
 
@@ -202,11 +213,11 @@ impl Lines {
     }
 
     /// Logs the last line, if the output did not end with a newline, and what was not
-    /// logged.
-    fn finish(self) {
+    /// logged; returns the tail kept.
+    fn finish(self) -> Vec<u8> {
         let id = &self.id;
         self.output
-            .finish(&mut |line| crate::log_info!("[{id}] {line}"));
+            .finish(&mut |line| crate::log_info!("[{id}] {line}"))
     }
 }
 
@@ -222,12 +233,15 @@ const LINGER: Duration = Duration::from_millis(5);
 /// and a pidfd of the job, and returns once the job has exited and the pipe is drained.
 /// A pipe still held open by something the job left running goes on in a thread of its
 /// own (as does all output where pidfds are missing, before Linux 5.3), so the slot is
-/// free as soon as its job exits.
-fn follow_output(mut lines: Lines, mut reader: PipeReader, pid: i32) {
+/// free as soon as its job exits. Returns the tail of the output kept (what was read
+/// by then, when the rest goes on apart).
+fn follow_output(mut lines: Lines, mut reader: PipeReader, pid: i32) -> Vec<u8> {
     // SAFETY: pidfd_open(2) takes no pointers.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     let Some(fd) = i32::try_from(fd).ok().filter(|fd| *fd >= 0) else {
-        return log_output_apart(lines, reader);
+        let tail = lines.output.tail();
+        log_output_apart(lines, reader);
+        return tail;
     };
     // SAFETY: a descriptor pidfd_open just made, owned by nothing else.
     let pidfd = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -266,7 +280,9 @@ fn follow_output(mut lines: Lines, mut reader: PipeReader, pid: i32) {
             continue;
         }
         if exited.is_some() || n < 0 {
-            return log_output_apart(lines, reader);
+            let tail = lines.output.tail();
+            log_output_apart(lines, reader);
+            return tail;
         }
         if fds[1].revents != 0 {
             exited = Some(std::time::Instant::now());
@@ -362,20 +378,25 @@ impl JobRunner for CommandRunner {
     }
 
     fn work(&self, job: &Job) -> Outcome {
+        self.run(job).0
+    }
+
+    fn run(&self, job: &Job) -> (Outcome, RunDetails) {
+        let failed = |why: String| (Outcome::Failed(why), RunDetails::default());
         let backoff_file = self.backoff_file(job.slot);
         if let Err(e) = prepare_backoff(&backoff_file) {
-            return Outcome::Failed(format!("cannot prepare the backoff file: {e}"));
+            return failed(format!("cannot prepare the backoff file: {e}"));
         }
         let (reader, writer) = match std::io::pipe() {
             Ok(p) => p,
-            Err(e) => return Outcome::Failed(format!("cannot make a pipe: {e}")),
+            Err(e) => return failed(format!("cannot make a pipe: {e}")),
         };
         let child = self.spawn(job, &backoff_file, writer.as_fd());
         // The job holds the write end now; close ours so the reader sees EOF.
         drop(writer);
         let child = match child {
             Ok(c) => c,
-            Err(e) => return Outcome::Failed(format!("cannot start {:?}: {e}", self.command[0])),
+            Err(e) => return failed(format!("cannot start {:?}: {e}", self.command[0])),
         };
         let pid = child.pid;
         self.track(job, Some(pid));
@@ -384,25 +405,42 @@ impl JobRunner for CommandRunner {
             .get(&job.queue)
             .copied()
             .unwrap_or(self.output_limits);
+        let mut output = RunOutput::new(limits);
+        if self.keep_tail {
+            // One byte more than an entry keeps: it tells whether the output was cut.
+            output = output.with_tail(history::TAIL_BYTES + 1);
+        }
         let lines = Lines {
             id: job.id.clone(),
-            output: RunOutput::new(limits),
+            output,
         };
-        follow_output(lines, reader, pid);
+        let tail = follow_output(lines, reader, pid);
         wait_exited(pid);
         self.track(job, None);
-        match child.wait() {
+        let cut = tail.len() > history::TAIL_BYTES;
+        let mut details = RunDetails {
+            tail: history::tail_text(&tail[tail.len().saturating_sub(history::TAIL_BYTES)..], cut),
+            ..RunDetails::default()
+        };
+        let outcome = match child.wait() {
             Err(e) => Outcome::Failed(format!("cannot wait for the command: {e}")),
-            Ok(st) => match st.code() {
-                Some(0) => Outcome::Success {
-                    backoff: read_backoff(&backoff_file, &job.id),
-                },
-                Some(EXIT_STOP) => Outcome::Stop,
-                Some(EXIT_UNSET) => Outcome::Unset,
-                Some(code) => Outcome::Failed(format!("exit code {code}")),
-                None => Outcome::Failed(format!("killed by signal {}", st.signal().unwrap_or(0))),
-            },
-        }
+            Ok(st) => {
+                details.exit = st.code();
+                details.signal = st.signal();
+                match st.code() {
+                    Some(0) => Outcome::Success {
+                        backoff: read_backoff(&backoff_file, &job.id),
+                    },
+                    Some(EXIT_STOP) => Outcome::Stop,
+                    Some(EXIT_UNSET) => Outcome::Unset,
+                    Some(code) => Outcome::Failed(format!("exit code {code}")),
+                    None => {
+                        Outcome::Failed(format!("killed by signal {}", st.signal().unwrap_or(0)))
+                    }
+                }
+            }
+        };
+        (outcome, details)
     }
 
     fn stop(&self, job: &Job, force: bool) {

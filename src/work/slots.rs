@@ -31,9 +31,12 @@ pub(super) fn spawn_slots(
                     if low && events.send(Event::Low).is_err() {
                         return;
                     }
-                    let outcome = catch_unwind(AssertUnwindSafe(|| runner.work(&job)))
-                        .unwrap_or_else(|_| Outcome::Failed("the job panicked".into()));
-                    if pool.end(slot, outcome) && events.send(Event::Ended).is_err() {
+                    let (outcome, details) = catch_unwind(AssertUnwindSafe(|| runner.run(&job)))
+                        .unwrap_or_else(|_| {
+                            let failed = Outcome::Failed("the job panicked".into());
+                            (failed, Default::default())
+                        });
+                    if pool.end(slot, outcome, details) && events.send(Event::Ended).is_err() {
                         return;
                     }
                 }

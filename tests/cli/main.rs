@@ -11,6 +11,7 @@ mod faults;
 mod fencing;
 mod harness;
 mod hazards;
+mod history;
 mod interop;
 mod jitter;
 mod liveness;

@@ -204,6 +204,9 @@ fn tells(t: &Setup, ids: &[&str]) -> BTreeMap<String, serde_json::Value> {
             let o = v.as_object_mut().unwrap();
             o.remove("status");
             o.remove("last_failure");
+            // A backup holds schedules, not the run history.
+            o.remove("last_runs");
+            o.remove("last_success");
             (id.to_string(), v)
         })
         .collect()

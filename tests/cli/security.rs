@@ -32,6 +32,8 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "hexists",
     "hlen",
     "hscan",
+    "hincrby",
+    "hkeys",
     "lpush",
     "rpush",
     "rpop",
@@ -40,6 +42,7 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "lindex",
     "lrange",
     "lpos",
+    "ltrim",
     "sadd",
     "srem",
     "smembers",
@@ -366,6 +369,11 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
         .ok();
     assert!(scanned.contains("redbike_"), "{scanned}");
     rb().args(["ps", "--format", "csv"]).ok();
+    // The run history the worker and dispatcher wrote as this user.
+    let history = rb().args(["history", "j:A"]).ok();
+    assert!(history.lines().count() >= 3, "{history}");
+    let recovered = rb().args(["history", "hang:H", "--failures"]).ok();
+    assert!(recovered.contains(",recovered,"), "{recovered}");
 
     // No command was refused (Redis logs every refusal in the ACL log).
     let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();

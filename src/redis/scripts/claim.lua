@@ -9,22 +9,36 @@
 -- compares, and whoever reads the lease can tell which run holds it.
 -- Consecutive positions of the cycle on one queue are one pop; in a batch of
 -- BATCH_FROM jobs or more, only the lease is a call of its own per job.
--- KEYS: statuses, schedules, leases, fencing, then per distinct queue ("pair"): its
---       list, its members set, and the lease key of the job named as the queue (a job
---       id without ':'), which is checked, with all the others, before the first write
+-- With history on, each job's status before this claim and its due field are read
+-- too (see crate::history::due_at: when the run was due); a due key of another type is
+-- not read, as history never costs a claim.
+-- KEYS: statuses, schedules, leases, fencing, due, then per distinct queue ("pair"):
+--       its list, its members set, and the lease key of the job named as the queue (a
+--       job id without ':'), which is checked, with all the others, before the first
+--       write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
---       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes
+--       recover-after delay (seconds), history ("1" = read the due instants), then one
+--       lease TTL per pair, then n tag prefixes
 -- A queue whose keys hold other types is skipped (its positions in the cycle claim
 -- nothing), as dispatch.lua does: the other queues go on.
 -- Returns {next cursor, token of the first job (the others follow in order, +1 each)
 --          or false, {pair, error, ...} of the queues skipped, jobid1, schedule1 or
---          false, pair1, jobid2, ...}
+--          false, pair1, status1 or false, due field1 or false, jobid2, ...}
 local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cycle = {}
 for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
-local pairs_count = (#KEYS - 4) / 3
+-- The one place that knows the layout of KEYS and ARGV, and of the reply per job.
+local FIXED_KEYS, FIXED_ARGS, OUT = 5, 6, 5
+local pairs_count = (#KEYS - FIXED_KEYS) / 3
+local history = ARGV[6] == "1"
+local due_key = KEYS[5]
+-- Where field `f` (1: job id, 2: schedule, 3: pair, 4: status, 5: due) of the `t`th
+-- job claimed goes in the reply.
+local function at(t, f)
+  return OUT * (t - 1) + 3 + f
+end
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
 -- whole number well below 2^53 (or be missing).
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string"})
@@ -32,8 +46,8 @@ local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[
   or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
 local odd, skipped = {}, {}
 for pair = 1, pairs_count do
-  bad = bad or bad_number(ARGV[5 + pair], 1, MAX_TTL, "lease time")
-  local i = 2 + 3 * pair
+  bad = bad or bad_number(ARGV[FIXED_ARGS + pair], 1, MAX_TTL, "lease time")
+  local i = FIXED_KEYS - 2 + 3 * pair
   local e = wrong_type({KEYS[i], "list", KEYS[i + 1], "set", KEYS[i + 2], "string"})
   if e then
     odd[pair] = true
@@ -45,6 +59,7 @@ if bad then
   return bad
 end
 local recover_at = redis_time() + tonumber(ARGV[5])
+local read_due = history and not wrong_type({due_key, "hash"})
 -- Tokens are taken for all `n` at the first job: one call; unused ones are skipped.
 local first_token = false
 -- A batch's members-set removals, running index entries, statuses and schedule reads
@@ -64,7 +79,7 @@ while taken < n and misses < #cycle do
     run = run + 1
   end
   cursor = cursor + run
-  local queue = KEYS[2 + 3 * pair]
+  local queue = KEYS[FIXED_KEYS - 2 + 3 * pair]
   local jobs = (not odd[pair] and redis.call("RPOP", queue, run)) or {}
   if batch then
     popped[pair] = popped[pair] or {}
@@ -74,20 +89,27 @@ while taken < n and misses < #cycle do
   end
   for _, jobid in ipairs(jobs) do
     taken = taken + 1
-    local tag = ARGV[5 + pairs_count + taken]
+    local tag = ARGV[FIXED_ARGS + pairs_count + taken]
       .. string.format("%016d", first_token + taken - 1)
-    redis.call("SET", queue .. "-" .. jobid, tag, "EX", ARGV[5 + pair])
-    later(popped[pair], "SREM", KEYS[3 + 3 * pair], jobid)
+    redis.call("SET", queue .. "-" .. jobid, tag, "EX", ARGV[FIXED_ARGS + pair])
+    later(popped[pair], "SREM", KEYS[FIXED_KEYS - 1 + 3 * pair], jobid)
     later(indexed, "ZADD", KEYS[3], recover_at, jobid)
-    set_status(KEYS[1], jobid, "WRK", now)
-    out[3 * taken + 1] = jobid
+    out[at(taken, 1)] = jobid
+    out[at(taken, 4)], out[at(taken, 5)] = false, false
     if batch then
       ids[taken] = jobid
-      out[3 * taken + 2] = false -- its schedule, read below for the whole batch
+      out[at(taken, 2)] = false -- its schedule, read below for the whole batch
     else
-      out[3 * taken + 2] = redis.call("HGET", KEYS[2], jobid)
+      out[at(taken, 2)] = redis.call("HGET", KEYS[2], jobid)
+      if history then
+        out[at(taken, 4)] = redis.call("HGET", KEYS[1], jobid)
+      end
+      if read_due then
+        out[at(taken, 5)] = redis.call("HGET", due_key, jobid)
+      end
     end
-    out[3 * taken + 3] = pair
+    set_status(KEYS[1], jobid, "WRK", now)
+    out[at(taken, 3)] = pair
   end
   -- Misses: the positions since the last job taken (the queue is empty after a
   -- short pop). A whole cycle of them and every queue is empty.
@@ -100,13 +122,24 @@ end
 if batch and taken > 0 then
   for pair = 1, pairs_count do
     if popped[pair] then
-      chunked("SREM", KEYS[3 + 3 * pair], popped[pair])
+      chunked("SREM", KEYS[FIXED_KEYS - 1 + 3 * pair], popped[pair])
     end
   end
   chunked("ZADD", KEYS[3], indexed)
+  if history then
+    -- Before the WRK statuses are written over them.
+    for i, status in ipairs(chunked("HMGET", KEYS[1], ids)) do
+      out[at(i, 4)] = status
+    end
+  end
+  if read_due then
+    for i, d in ipairs(chunked("HMGET", due_key, ids)) do
+      out[at(i, 5)] = d
+    end
+  end
   flush_statuses(KEYS[1])
   for i, schedule in ipairs(chunked("HMGET", KEYS[2], ids)) do
-    out[3 * i + 2] = schedule
+    out[at(i, 2)] = schedule
   end
 end
 out[1] = cursor % #cycle

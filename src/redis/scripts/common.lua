@@ -206,3 +206,35 @@ local function redis_time()
   local t = redis.call("TIME")
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
+
+-- Records one history entry made by a dispatcher (recover.lua, skip.lua; finish.lua
+-- batches its own): to the job's list, trimmed to `limit` (or, with `gone`, the job's
+-- list and due field are deleted: it was unset), to the recent runs and
+-- to the recent failures. pcalls: a history key of another type (`redbike check` names
+-- it) costs the entry only. `h`: {history, recent_runs, recent_failures, due}; `keep_runs`, `keep_failures`: the recent lists' lengths.
+-- Deletes a job's history list, and nothing of another type under its name.
+local function drop_history(key)
+  if redis.call("TYPE", key)["ok"] == "list" then
+    redis.call("DEL", key)
+  end
+end
+
+local function record_entry(h, jobid, entry, limit, keep_runs, keep_failures, gone)
+  if entry == "" then
+    return
+  end
+  if gone then
+    drop_history(h.history)
+    redis.pcall("HDEL", h.due, jobid)
+  else
+    local n = redis.pcall("LPUSH", h.history, entry)
+    if type(n) == "number" and n > tonumber(limit) then
+      redis.call("LTRIM", h.history, 0, tonumber(limit) - 1)
+    end
+  end
+  for _, list in ipairs({{h.recent_runs, keep_runs}, {h.recent_failures, keep_failures}}) do
+    if type(redis.pcall("LPUSH", list[1], entry)) == "number" then
+      redis.call("LTRIM", list[1], 0, tonumber(list[2]) - 1)
+    end
+  end
+end

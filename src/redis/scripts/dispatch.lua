@@ -5,8 +5,13 @@
 -- nothing while no worker has vanished, and Redis's clock (TIME) to compare it with.
 -- Also carries the dispatcher's heartbeat when one is due (see registry.rs), so that
 -- registering costs an idle dispatcher no round trip of its own.
--- KEYS: timeline, statuses, control, leases[, procs, this dispatcher's description key]
--- ARGV: prefix, point in time, limit, now[, process id, description (JSON), ttl]
+-- With history on, each job queued gets its due field, `SCORE:NOW` (the score it was
+-- due at and the time of the ENQ status written with it; see crate::history::due_at),
+-- unless the due key holds another type (history never costs a pass).
+-- KEYS: timeline, statuses, control, leases, due[, procs, this dispatcher's description
+--       key]
+-- ARGV: prefix, point in time, limit, now, history ("1" = write the due fields)[,
+--       process id, description (JSON), ttl]
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
 -- second, so a run placed while it ran is not lost (0.13.1 drops it); a job already in
 -- its queue leaves the timeline (it is in one place only).
@@ -47,11 +52,11 @@ local clock = lease and string.format("%.6f", redis_time()) or "0"
 -- The heartbeat: SADD first (it fails on a key of another type, before anything is
 -- written), then the description.
 local beat = 0
-if ARGV[5] then
-  if bad_number(ARGV[7], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[5], ARGV[5])) then
+if ARGV[6] then
+  if bad_number(ARGV[8], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[6], ARGV[6])) then
     beat = -1
   else
-    redis.call("SET", KEYS[6], ARGV[6], "EX", ARGV[7])
+    redis.call("SET", KEYS[7], ARGV[7], "EX", ARGV[8])
     beat = 1
   end
 end
@@ -64,7 +69,14 @@ local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", K
 if bad then
   return bad
 end
-local due = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "LIMIT", 0, tonumber(ARGV[3]))
+local with_scores = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "WITHSCORES",
+  "LIMIT", 0, tonumber(ARGV[3]))
+local due, score = {}, {}
+for i = 1, #with_scores, 2 do
+  due[#due + 1] = with_scores[i]
+  score[with_scores[i]] = with_scores[i + 1]
+end
+local write_due = ARGV[5] == "1" and not wrong_type({KEYS[5], "hash"})
 -- Group by queue (the part after the last ':'), keeping due order.
 local groups, order = {}, {}
 for _, jobid in ipairs(due) do
@@ -91,7 +103,7 @@ for _, q in ipairs(order) do
   local odd_queue = wrong_type({queue, "list", members, "set"})
   local queued = odd_queue and {} or redis.call("SMISMEMBER", members, unpack(jobs))
   local leased = odd_queue and {} or redis.call("MGET", unpack(leases))
-  local push, st = {}, {}
+  local push, st, dues = {}, {}, {}
   for i, jobid in ipairs(jobs) do
     if odd_queue or leased[i] then
       redis.call("ZADD", timeline, retry, jobid)
@@ -101,12 +113,19 @@ for _, q in ipairs(order) do
       push[#push + 1] = jobid
       st[#st + 1] = jobid
       st[#st + 1] = "ENQ:" .. now
+      if write_due then
+        dues[#dues + 1] = jobid
+        dues[#dues + 1] = score[jobid] .. ":" .. now
+      end
     end
   end
   if #push > 0 then
     redis.call("LPUSH", queue, unpack(push))
     redis.call("SADD", members, unpack(push))
     redis.call("HSET", statuses, unpack(st))
+    if write_due then
+      redis.call("HSET", KEYS[5], unpack(dues))
+    end
     redis.call("PUBLISH", prefix .. "-wake-" .. q, #push)
     enqueued = enqueued + #push
   end

@@ -8,19 +8,34 @@
 -- index, the schedules and the statuses written, in one call each for the batch; each
 -- wake channel is published to once. (The jobs of a batch are distinct: a worker
 -- writes the outcome of a claim before it can claim that job again.)
--- KEYS: schedules, statuses, timeline, failures, leases, then per job: queue,
---       members, lease
--- ARGV per job (11 each): jobid, tag, expected schedule ("\0" = none), mode
+-- History (crate::history): each job's entry, made in Rust, goes to its history list
+-- (trimmed to the history limit) and to the recent runs (and failures), with the runs
+-- of the minute counted; for a job unset, its history list and due field go. Those writes are pcalls: a history key
+-- of another type (`redbike check` names it) costs its entries, never the outcome, and
+-- a failed write writes nothing. An outcome written again (its reply was lost: the
+-- lease is gone) records no second entry when its entry already heads the list.
+-- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
+--       recent failures, runs per minute, due; then per job (KS each):
+--       queue, members, lease, history
+-- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
 --       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
 --       schedule whose run did not end by itself, see oneoff_action), due, now,
 --       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
---       timeline wake channel
+--       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
+--       other)
+--       then, once: history limit per job, recent runs kept, recent failures kept,
+--       the minute of now (unix seconds / 60)
 -- Returns one reply per job: {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), {"stale"} when
 -- another worker holds the job, {"odd", error} when its queue's keys hold other types
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
-local jobs = (#KEYS - 5) / 3
+-- The one place that knows the layout of KEYS and ARGV.
+local FIXED, KS, AS = 9, 4, 13
+local jobs = (#KEYS - FIXED) / KS
+local limit = tonumber(ARGV[AS * jobs + 1])
+local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
+local minute = ARGV[AS * jobs + 4]
 local batch = jobs >= BATCH_FROM
 -- In a batch, written at the end in one call each: leases to delete, jobs leaving the
 -- running index, schedules to store. Wake-ups are published once per channel.
@@ -43,8 +58,71 @@ local function wake(channel, payload)
   woken[channel] = payload
 end
 
-local function finish(k, lease, current, jobid, tag, expected, mode, action, due, now,
-                      store, failure, queue_wake, timeline_wake)
+-- The entries of this call for the recent runs and failures, written at the end (made
+-- on first use); how many were recorded.
+local recent, failed, recorded = nil, nil, 0
+
+-- Calls `command key items...` with pcall, in chunks as `chunked` does; false once a
+-- call fails (the key holds another type: nothing was written by that call).
+local function try_chunked(command, key, list)
+  for i = 1, #list, 1000 do
+    local r = redis.pcall(command, key, unpack(list, i, math.min(i + 999, #list)))
+    if type(r) == "table" and r.err then
+      return false
+    end
+  end
+  return true
+end
+
+-- Records a job's history entry (see the header); `unset`: the job is gone.
+local function record(k, jobid, entry, kind, unset, again)
+  if entry == "" then
+    return
+  end
+  if unset then
+    drop_history(k.history)
+    redis.pcall("HDEL", k.due, jobid)
+  else
+    if again and redis.pcall("LINDEX", k.history, 0) == entry then
+      return
+    end
+    local n = redis.pcall("LPUSH", k.history, entry)
+    if type(n) == "number" and n > limit then
+      redis.call("LTRIM", k.history, 0, limit - 1)
+    end
+  end
+  recent = recent or {}
+  recent[#recent + 1] = entry
+  if kind == "f" then
+    failed = failed or {}
+    failed[#failed + 1] = entry
+  end
+  recorded = recorded + 1
+end
+
+-- Writes what `record` collected: the recent lists (trimmed) and the count of the
+-- minute (dropping the minutes before the last when a minute begins).
+local function flush_history(k)
+  if recent and try_chunked("LPUSH", k.recent_runs, recent) then
+    redis.call("LTRIM", k.recent_runs, 0, keep_runs - 1)
+  end
+  if failed and try_chunked("LPUSH", k.recent_failures, failed) then
+    redis.call("LTRIM", k.recent_failures, 0, keep_failures - 1)
+  end
+  if recorded > 0 then
+    local n = redis.pcall("HINCRBY", k.runs_per_minute, minute, recorded)
+    if n == recorded then
+      for _, m in ipairs(redis.call("HKEYS", k.runs_per_minute)) do
+        if tonumber(m) == nil or tonumber(m) < tonumber(minute) - 1 then
+          redis.call("HDEL", k.runs_per_minute, m)
+        end
+      end
+    end
+  end
+end
+
+local function place_back(k, lease, current, jobid, tag, expected, mode, action, due,
+                          now, store, failure, queue_wake, timeline_wake)
   if lease ~= tag then
     if lease or redis.call("SISMEMBER", k.members, jobid) == 1
         or redis.call("ZSCORE", k.timeline, jobid) then
@@ -107,6 +185,18 @@ local function finish(k, lease, current, jobid, tag, expected, mode, action, due
   return {result}
 end
 
+-- place_back, then the history entry (none while the caller must decide again).
+local function finish(k, lease, current, a)
+  local mode = ARGV[a + 4]
+  local out = place_back(k, lease, current, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], mode,
+    ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10],
+    ARGV[a + 11])
+  if out[1] ~= "changed" then
+    record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], out[1] == "unset", lease ~= ARGV[a + 2])
+  end
+  return out
+end
+
 -- Everything that could fail, for every job, before the first write. (Leases are read
 -- with MGET, which takes a key of any type: only the holder of a lease deletes it.)
 -- A job whose queue's keys hold other types is skipped, not the whole batch: one odd
@@ -116,10 +206,15 @@ local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[
   KEYS[5], "zset"}, seen)
 local odd = {}
 for i = 0, jobs - 1 do
-  bad = bad or (ARGV[11 * i + 5] == "timeline"
-    and bad_number(ARGV[11 * i + 6], 0, MAX_UNIX, "due time"))
-  odd[i + 1] = wrong_type({KEYS[6 + 3 * i], "list", KEYS[7 + 3 * i], "set"}, seen)
+  bad = bad or (ARGV[AS * i + 5] == "timeline"
+    and bad_number(ARGV[AS * i + 6], 0, MAX_UNIX, "due time"))
+  odd[i + 1] = wrong_type({KEYS[FIXED + 1 + KS * i], "list", KEYS[FIXED + 2 + KS * i], "set"},
+    seen)
 end
+bad = bad or bad_number(limit, 0, 1000000, "history limit")
+  or bad_number(keep_runs, 1, 1000000, "recent runs kept")
+  or bad_number(keep_failures, 1, 1000000, "recent failures kept")
+  or bad_number(minute, 0, MAX_UNIX, "minute")
 if bad then
   return bad
 end
@@ -129,8 +224,8 @@ local leases, schedules = nil, nil
 if batch then
   local lease_keys, ids = {}, {}
   for i = 1, jobs do
-    lease_keys[i] = KEYS[5 + 3 * i]
-    ids[i] = ARGV[11 * i - 10]
+    lease_keys[i] = KEYS[FIXED + 3 + KS * (i - 1)]
+    ids[i] = ARGV[AS * (i - 1) + 1]
   end
   leases = chunked("MGET", false, lease_keys)
   schedules = chunked("HMGET", KEYS[1], ids)
@@ -139,13 +234,18 @@ deferred_statuses = batch and {} or nil
 local out = {}
 -- One table of keys for all jobs (a table per job costs more than the rest of a job).
 local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
-           failures = KEYS[4], leases = KEYS[5]}
+           failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
+           recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9]}
 for i = 0, jobs - 1 do
-  k.queue, k.members, k.lease = KEYS[6 + 3 * i], KEYS[7 + 3 * i], KEYS[8 + 3 * i]
+  local ki = FIXED + KS * i
+  k.queue, k.members, k.lease, k.history = KEYS[ki + 1], KEYS[ki + 2], KEYS[ki + 3],
+    KEYS[ki + 4]
   k.lease_gone = false
-  local a = 11 * i
+  local a = AS * i
   if odd[i + 1] then
+    -- The run happened: its entry is recorded; its outcome is not.
     out[i + 1] = {"odd", odd[i + 1].err}
+    record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], false, true)
   else
     local lease, current
     if batch then
@@ -154,9 +254,7 @@ for i = 0, jobs - 1 do
       lease = redis.call("MGET", k.lease)[1]
       current = redis.call("HGET", k.schedules, ARGV[a + 1])
     end
-    out[i + 1] = finish(k, lease, current, ARGV[a + 1], ARGV[a + 2],
-      ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8],
-      ARGV[a + 9], ARGV[a + 10], ARGV[a + 11])
+    out[i + 1] = finish(k, lease, current, a)
   end
 end
 if batch then
@@ -165,6 +263,7 @@ if batch then
   chunked("HSET", KEYS[1], stores)
   flush_statuses(KEYS[2])
 end
+flush_history(k)
 for _, channel in ipairs(wake_order or {}) do
   redis.call("PUBLISH", channel, woken[channel])
 end

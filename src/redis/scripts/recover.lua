@@ -4,10 +4,15 @@
 -- or timeline entry: a Python worker died with it). Both are re-checked here, so a job
 -- is never put back twice and never while its worker is known to be alive.
 -- The index entry is compared with Redis's clock (TIME), the clock it was written by.
--- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases
+-- A recovery (or a job found unset or BAD) leaves the history entry it is given, made
+-- in Rust (see record_entry).
+-- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases,
+--       history, recent runs, recent failures, due
 -- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad,
 --       or oneoff: a STOP schedule, see oneoff_action),
---       due, now, schedule to store ("" = keep), queue wake channel, timeline wake channel
+--       due, now, schedule to store ("" = keep), queue wake channel, timeline wake
+--       channel, history entry ("" = none), history limit, recent runs kept, recent
+--       failures kept
 -- Returns {"changed", current schedule or false} when the caller must decide again,
 -- {"alive"} or {"fine"} when there is nothing to do, else {result}.
 local k = job_keys()
@@ -15,10 +20,16 @@ k.failures = KEYS[7]
 k.leases = KEYS[8]
 local jobid, how, expected = ARGV[1], ARGV[2], ARGV[3]
 local action, due, now, store = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local h = {history = KEYS[9], recent_runs = KEYS[10], recent_failures = KEYS[11],
+           due = KEYS[12]}
+local entry = ARGV[10]
 local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
   k.queue, "list", k.members, "set", k.lease, "string", k.failures, "hash",
   k.leases, "zset"})
   or (action == "timeline" and bad_number(due, 0, MAX_UNIX, "due time"))
+  or bad_number(ARGV[11], 0, 1000000, "history limit")
+  or bad_number(ARGV[12], 1, 1000000, "recent runs kept")
+  or bad_number(ARGV[13], 1, 1000000, "recent failures kept")
 if bad then
   return bad
 end
@@ -47,10 +58,12 @@ if not current then
   -- Unset while it ran: nothing to put back.
   redis.call("HDEL", k.statuses, jobid)
   redis.call("HDEL", k.failures, jobid)
+  record_entry(h, jobid, entry, ARGV[11], ARGV[12], ARGV[13], true)
   return {"unset"}
 end
 if action == "bad" then
   set_status(k.statuses, jobid, "BAD", now)
+  record_entry(h, jobid, entry, ARGV[11], ARGV[12], ARGV[13], false)
   return {"bad"}
 end
 redis.call("HSET", k.failures, jobid, "REC:" .. now)
@@ -62,4 +75,5 @@ if action ~= "stop" then
   result = place(k, jobid, action, due, now, ARGV[8], ARGV[9])
 end
 set_status(k.statuses, jobid, "REC", now)
+record_entry(h, jobid, entry, ARGV[11], ARGV[12], ARGV[13], false)
 return {result}

@@ -45,6 +45,8 @@ pub(crate) struct Recover<'a> {
     pub decision: Decision,
     /// Unix time now.
     pub now: i64,
+    /// History entries kept per job (0: no entry).
+    pub history_limit: u64,
 }
 
 /// Calls recover.lua; its reply is `{result}`, `{"changed", schedule}`, `{"alive"}` or
@@ -59,7 +61,13 @@ pub(crate) fn recover(
     for key in keys.job_keys(r.jobid) {
         inv.key(key);
     }
-    inv.key(&keys.failures).key(&keys.leases);
+    inv.key(&keys.failures)
+        .key(&keys.leases)
+        .key(keys.history(r.jobid))
+        .key(&keys.recent_runs)
+        .key(&keys.recent_failures)
+        .key(&keys.due);
+    let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, action));
     inv.arg(r.jobid)
         .arg(r.lost.wire())
         .arg(r.schedule.unwrap_or("\0"))
@@ -68,8 +76,31 @@ pub(crate) fn recover(
         .arg(r.now)
         .arg(r.decision.store.unwrap_or(""))
         .arg(keys.queue_wake(queue_of(r.jobid)))
-        .arg(&keys.timeline_wake);
+        .arg(&keys.timeline_wake)
+        .arg(entry.unwrap_or_default())
+        .arg(r.history_limit)
+        .arg(crate::history::RECENT_RUNS)
+        .arg(crate::history::RECENT_FAILURES);
     inv.invoke(con)
+}
+
+/// The history entry of a recovery; `bad` when the job's schedule cannot be read, so
+/// it is marked BAD instead of put back. A job unset while it ran gets this entry in
+/// the recent runs only (recover.lua drops its history).
+fn recovery_entry(id: &str, lost: Lost, action: &str) -> String {
+    use crate::history::{Entry, Outcome};
+    let now = crate::schedule::timestamp::now_precise();
+    let (outcome, detail) = match action {
+        "bad" => (Outcome::Bad, "its schedule cannot be read"),
+        _ if lost == Lost::Index => (
+            Outcome::Recovered,
+            "its worker stopped refreshing its lease",
+        ),
+        _ => (Outcome::Recovered, "it was out of circulation"),
+    };
+    let mut e = Entry::new(id, outcome, now, "dispatcher");
+    e.detail = detail.to_string();
+    e.to_json()
 }
 
 /// Recovers one job if recover.lua still finds it `lost` (as it re-checks);
@@ -80,6 +111,7 @@ pub(crate) fn recover_job(
     lost: Lost,
     now: i64,
     policy: &Policy,
+    history_limit: u64,
 ) -> RedisResult<bool> {
     let mut schedule: Option<String> = redis::cmd("HGET")
         .arg(&store.keys.schedules)
@@ -94,6 +126,7 @@ pub(crate) fn recover_job(
             schedule: schedule.as_deref(),
             decision,
             now,
+            history_limit,
         };
         let reply = recover(store.con, store.keys, &call)?;
         match reply.first().cloned().flatten().as_deref() {

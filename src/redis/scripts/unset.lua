@@ -1,7 +1,9 @@
 -- unset: forget a job everywhere but its lease (a running job finishes, then finds its
 -- schedule gone and is dropped). Unlike 0.13.1 this also clears the members set, so a
 -- later set of the same id can queue it again.
--- KEYS: schedules, statuses, timeline, queue, members, failures
+-- Its run history goes too (the list and its due field, never a key of another type
+-- under their names, so such a key never stops an unset; `redbike check` names it).
+-- KEYS: schedules, statuses, timeline, queue, members, failures, history, due
 -- ARGV: jobid
 local jobid = ARGV[1]
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "list",
@@ -14,4 +16,6 @@ redis.call("HDEL", KEYS[2], jobid)
 redis.call("HDEL", KEYS[6], jobid)
 redis.call("ZREM", KEYS[3], jobid)
 dequeue(KEYS[4], KEYS[5], jobid)
+drop_history(KEYS[7])
+redis.pcall("HDEL", KEYS[8], jobid)
 return found

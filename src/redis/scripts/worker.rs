@@ -23,6 +23,8 @@ pub(crate) struct Claim<'a> {
     pub recover_after: u64,
     /// Unix time now.
     pub now: i64,
+    /// Whether to read each job's due instant (history on).
+    pub history: bool,
 }
 
 /// Adds a claim.lua call to `pipe`.
@@ -31,7 +33,8 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
     inv.key(&keys.statuses)
         .key(&keys.schedules)
         .key(&keys.leases)
-        .key(&keys.fencing);
+        .key(&keys.fencing)
+        .key(&keys.due);
     for q in c.queues {
         // The lease of job `q` (an id without ':' is its own queue), checked too.
         inv.key(keys.queue(q))
@@ -42,7 +45,8 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
         .arg(c.tags.len())
         .arg(c.cursor)
         .arg(c.order)
-        .arg(c.recover_after);
+        .arg(c.recover_after)
+        .arg(if c.history { "1" } else { "0" });
     for ttl in c.ttls {
         inv.arg(*ttl);
     }
@@ -104,27 +108,38 @@ pub(crate) struct Finished<'a> {
     pub schedule: Option<&'a str>,
     /// What becomes of the job.
     pub decision: Decision,
+    /// Its history entry (`""`: none, history off).
+    pub entry: String,
+    /// The entry's kind: `f` for a failure, else empty.
+    pub kind: &'static str,
 }
 
-/// Adds one finish.lua call for all of `runs` to `pipe`.
+/// Adds one finish.lua call for all of `runs` to `pipe`; `history_limit` entries are
+/// kept per job.
 pub(crate) fn add_finish<'a>(
     pipe: &mut Pipeline,
     keys: &Keys,
     runs: impl IntoIterator<Item = Finished<'a>>,
     now: i64,
+    history_limit: u64,
 ) {
     let mut inv = scripts::FINISH.prepare_invoke();
     inv.key(&keys.schedules)
         .key(&keys.statuses)
         .key(&keys.timeline)
         .key(&keys.failures)
-        .key(&keys.leases);
+        .key(&keys.leases)
+        .key(&keys.recent_runs)
+        .key(&keys.recent_failures)
+        .key(&keys.runs_per_minute)
+        .key(&keys.due);
     for f in runs {
         let (mode, (action, due)) = f.decision.mode.wire();
         let q = queue_of(f.jobid);
         inv.key(keys.queue(q))
             .key(keys.members(q))
-            .key(keys.lease(f.jobid));
+            .key(keys.lease(f.jobid))
+            .key(keys.history(f.jobid));
         inv.arg(f.jobid)
             .arg(f.tag)
             .arg(f.schedule.unwrap_or("\0"))
@@ -135,7 +150,13 @@ pub(crate) fn add_finish<'a>(
             .arg(f.decision.store.unwrap_or(""))
             .arg(f.decision.failure.unwrap_or(""))
             .arg(keys.queue_wake(q))
-            .arg(&keys.timeline_wake);
+            .arg(&keys.timeline_wake)
+            .arg(&f.entry)
+            .arg(f.kind);
     }
+    inv.arg(history_limit)
+        .arg(crate::history::RECENT_RUNS)
+        .arg(crate::history::RECENT_FAILURES)
+        .arg(now.div_euclid(60));
     pipe.invoke_script(&inv);
 }

@@ -96,6 +96,9 @@ fn json_with_scan_has_every_figure() {
             "workers_per_queue": {"A": 0, "B": 0, "C": 0, "Z": 0, "my-q": 0},
         },
         "overdue": {"jobs": 2, "after_seconds": 60},
+        "recent_runs": {"runs_per_minute": 0, "lateness_samples": 0,
+            "lateness_p50_seconds": null, "lateness_p99_seconds": null,
+            "recent_failures": 0},
     });
     assert_eq!(got, expected);
 }
@@ -149,6 +152,10 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
         "info",
         "config|get",
         "smembers",
+        // The run history: HMGET of two per-minute counts, LRANGE of the bounded
+        // recent runs (at most 1000 entries).
+        "hmget",
+        "lrange",
     ];
     // Connection set-up and this test's own INFO and CONFIG.
     let setup = [
@@ -204,6 +211,7 @@ workers     A: 0, B: 0
 overdue     2 job(s) due for over 60s and not dispatched: no dispatcher runs, or HALT is set
 queue       A: 2 waiting, the oldest for {}s
 queue       B: 1 waiting, the oldest for an unknown time (its status is not ENQ)
+runs        0 per minute, 0 failure(s) in the last minute; lateness p50 -, p99 - (0 run(s) of the last minute)
 ",
         t - 100,
         t - 1000
@@ -381,6 +389,9 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
         (hazard("no-persistence"), 1),
         (hazard("memory-near-limit"), 0),
         (hazard("keys-evicted"), 0),
+        (series("redbike_runs_per_minute", &[]), 0),
+        (series("redbike_recent_failures", &[]), 0),
+        (series("redbike_run_lateness_samples", &[]), 0),
     ]
     .into_iter()
     .map(|(k, v)| (k, v as f64))

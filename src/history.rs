@@ -1,0 +1,564 @@
+//! Run history: one entry per run a redbike worker makes, and per recovery, skip or
+//! refusal a dispatcher or worker makes, kept in Redis within bounds.
+//!
+//! | key | type | holds |
+//! | --- | --- | --- |
+//! | `P-history-JOBID` | list | the job's last `history-limit` entries, newest first |
+//! | `P-recent-runs` | list | every job's last [`RECENT_RUNS`] entries, newest first |
+//! | `P-recent-failures` | list | the last [`RECENT_FAILURES`] entries that are failures |
+//! | `P-runs-per-minute` | hash | minute (unix seconds / 60) -> entries the workers recorded, the last few minutes only |
+//! | `P-due` | hash | job id -> `DUE:ENQUEUED`, the timeline score a dispatcher moved the job into its queue at, and when |
+//!
+//! Entries are JSON objects ([`Entry`]) made and read here with serde_json; the Lua
+//! scripts only store and trim them, inside the round trips the worker and the
+//! dispatcher make anyway (finish.lua, recover.lua, skip.lua). `history-limit = 0`
+//! turns all of it off: nothing is written.
+
+use std::io::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::{Error, Result},
+    redis::store::Store,
+    status::Status,
+    work::output,
+};
+
+/// Entries kept per job unless `history-limit` says otherwise.
+pub const DEFAULT_LIMIT: u64 = 20;
+/// Entries kept in `P-recent-runs`, whatever the job.
+pub const RECENT_RUNS: u64 = 1000;
+/// Entries kept in `P-recent-failures`.
+pub const RECENT_FAILURES: u64 = 1000;
+/// Bytes of a run's last output an entry keeps.
+pub const TAIL_BYTES: usize = 2048;
+/// Entries `tell` shows.
+pub const TELL_RUNS: usize = 5;
+/// The window of `stats`' lateness and runs per minute, seconds.
+pub const WINDOW: f64 = 60.0;
+
+/// How a run (or a dispatcher's step) ended. The names are stable: scripts read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The job succeeded.
+    Ok,
+    /// The job succeeded and asked to wait before its next run (a CONTINUE backoff).
+    Backoff,
+    /// The job asked to stop: its schedule became STOP.
+    Stopped,
+    /// The job asked to be unset, or was unset while it ran.
+    Unset,
+    /// The job failed (exit code, signal, or it could not start): status DIE.
+    Failed,
+    /// The job ran past its timeout and was stopped: status TMO.
+    TimedOut,
+    /// The job was stopped because its worker was stopping: status INT.
+    Interrupted,
+    /// The job was stopped because its worker could not confirm it to Redis: FNC.
+    Fenced,
+    /// A dispatcher put the job back after its worker vanished mid-run: status REC.
+    Recovered,
+    /// A dispatcher skipped a late occurrence (`catch-up = "skip"`): status SKP.
+    Skipped,
+    /// The job's schedule could not be read, so it was not put back: status BAD.
+    Bad,
+}
+
+impl Outcome {
+    /// Every outcome, in the order of the docs.
+    pub const ALL: [Outcome; 11] = [
+        Outcome::Ok,
+        Outcome::Backoff,
+        Outcome::Stopped,
+        Outcome::Unset,
+        Outcome::Failed,
+        Outcome::TimedOut,
+        Outcome::Interrupted,
+        Outcome::Fenced,
+        Outcome::Recovered,
+        Outcome::Skipped,
+        Outcome::Bad,
+    ];
+
+    /// The stable lower-case name, as in JSON and CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Backoff => "backoff",
+            Outcome::Stopped => "stopped",
+            Outcome::Unset => "unset",
+            Outcome::Failed => "failed",
+            Outcome::TimedOut => "timed-out",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Fenced => "fenced",
+            Outcome::Recovered => "recovered",
+            Outcome::Skipped => "skipped",
+            Outcome::Bad => "bad",
+        }
+    }
+
+    /// Whether the entry also goes to `P-recent-failures`: everything but a run that
+    /// ended as the job wanted.
+    pub fn is_failure(self) -> bool {
+        !matches!(
+            self,
+            Outcome::Ok | Outcome::Backoff | Outcome::Stopped | Outcome::Unset
+        )
+    }
+
+    /// Whether it is a success (`tell`'s last success).
+    pub fn is_success(self) -> bool {
+        matches!(self, Outcome::Ok | Outcome::Backoff)
+    }
+}
+
+/// One history entry. Times are unix seconds (start and end to the millisecond).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The job id.
+    pub job: String,
+    /// Its queue.
+    pub queue: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The instant the run was due (see docs/history.md: the timeline score a
+    /// dispatcher moved it at, else when it entered its queue); `None` when unknown.
+    #[serde(default)]
+    pub due: Option<i64>,
+    /// When the run started (`None` for a dispatcher's entry: no run).
+    #[serde(default)]
+    pub start: Option<f64>,
+    /// When the run ended, or when the dispatcher acted.
+    pub end: f64,
+    /// Seconds the run took.
+    #[serde(default)]
+    pub duration: Option<f64>,
+    /// Seconds from `due` to `start` (to `end` for a skip): how late it was.
+    #[serde(default)]
+    pub late: Option<f64>,
+    /// The command's exit code.
+    #[serde(default)]
+    pub exit: Option<i32>,
+    /// The signal that ended the command.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// The host of the process that wrote the entry.
+    #[serde(default)]
+    pub host: String,
+    /// Its process id.
+    #[serde(default)]
+    pub pid: u32,
+    /// `worker` or `dispatcher`.
+    #[serde(default)]
+    pub by: String,
+    /// Why, in words, when the outcome needs them (a failure's reason).
+    #[serde(default)]
+    pub detail: String,
+    /// The last lines of the run's output, at most [`TAIL_BYTES`] bytes.
+    #[serde(default)]
+    pub tail: String,
+}
+
+/// The CSV header row of `redbike history`.
+pub const CSV_HEADER: [&str; 15] = [
+    "job", "queue", "outcome", "due", "start", "end", "duration", "late", "exit", "signal", "host",
+    "pid", "by", "detail", "tail",
+];
+
+/// Rounds seconds to the millisecond, so entries stay short.
+pub fn millis(secs: f64) -> f64 {
+    (secs * 1000.0).round() / 1000.0
+}
+
+/// This process's host name and pid, as entries name their writer.
+pub fn origin() -> &'static (String, u32) {
+    static ORIGIN: std::sync::LazyLock<(String, u32)> = std::sync::LazyLock::new(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: gethostname(2) writes at most buf.len() bytes into buf.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        let host = match rc {
+            0 => String::from_utf8_lossy(&buf[..end]).into_owned(),
+            _ => String::new(),
+        };
+        (host, std::process::id())
+    });
+    &ORIGIN
+}
+
+impl Entry {
+    /// An entry for `job` written by this process (`by`: `worker` or `dispatcher`).
+    pub fn new(job: &str, outcome: Outcome, end: f64, by: &str) -> Entry {
+        let (host, pid) = origin();
+        Entry {
+            job: job.to_string(),
+            queue: crate::redis::keys::queue_of(job).to_string(),
+            outcome,
+            due: None,
+            start: None,
+            end: millis(end),
+            duration: None,
+            late: None,
+            exit: None,
+            signal: None,
+            host: host.clone(),
+            pid: *pid,
+            by: by.to_string(),
+            detail: String::new(),
+            tail: String::new(),
+        }
+    }
+
+    /// The entry as stored.
+    pub fn to_json(&self) -> String {
+        // A struct of strings, numbers and options always serializes.
+        serde_json::to_string(self).expect("Entry serializes")
+    }
+
+    /// The CSV row, in the order of [`CSV_HEADER`].
+    fn row(&self) -> [String; 15] {
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        [
+            self.job.clone(),
+            self.queue.clone(),
+            self.outcome.name().to_string(),
+            opt(self.due.map(|v| v.to_string())),
+            opt(self.start.map(|v| v.to_string())),
+            self.end.to_string(),
+            opt(self.duration.map(|v| v.to_string())),
+            opt(self.late.map(|v| v.to_string())),
+            opt(self.exit.map(|v| v.to_string())),
+            opt(self.signal.map(|v| v.to_string())),
+            self.host.clone(),
+            self.pid.to_string(),
+            self.by.clone(),
+            self.detail.clone(),
+            self.tail.clone(),
+        ]
+    }
+}
+
+/// What a run's command said about its end, beyond the [`crate::worker::Outcome`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunDetails {
+    /// The exit code.
+    pub exit: Option<i32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// The last lines of its output (at most [`TAIL_BYTES`], see [`tail_text`]).
+    pub tail: String,
+}
+
+/// The last lines of output as text: whole lines where the tail was cut inside one (the
+/// first, partial line is dropped when a later one exists), each rendered as the log
+/// renders it (binary stays compact), without the final newline.
+pub fn tail_text(tail: &[u8], cut: bool) -> String {
+    let mut bytes = tail;
+    if cut {
+        if let Some(i) = bytes.iter().position(|b| *b == b'\n') {
+            if i + 1 < bytes.len() {
+                bytes = &bytes[i + 1..];
+            }
+        }
+    }
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if bytes.is_empty() {
+        return String::new();
+    }
+    bytes
+        .split(|b| *b == b'\n')
+        .map(output::render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The instant a claimed run was due, from what claim.lua read before it wrote WRK:
+/// the job's status then (`EVENT:TS`, when it entered its queue) and its `P-due` field
+/// (`DUE:ENQUEUED`). The field counts only if the status is the `ENQ` the dispatcher
+/// wrote with it (else the job was queued again since, by `set`, a finish or the Python
+/// original); without it, the status's time is the due instant.
+pub fn due_at(status: Option<&str>, due_field: Option<&str>) -> Option<i64> {
+    let status = Status::parse(status?)?;
+    let from_dispatcher = due_field.and_then(|f| {
+        let (due, enqueued) = f.split_once(':')?;
+        let enqueued = enqueued.parse::<i64>().ok()?;
+        (status.event == crate::status::ENQ && enqueued == status.at)
+            .then(|| due.parse::<f64>().ok().map(|d| d as i64))
+            .flatten()
+    });
+    Some(from_dispatcher.unwrap_or(status.at))
+}
+
+/// Which entries `redbike history` prints.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    /// One job's entries, else every job's recent ones.
+    pub job: Option<String>,
+    /// Only failures.
+    pub failures: bool,
+    /// Entries ended at or after this instant.
+    pub since: Option<i64>,
+    /// At most this many.
+    pub limit: Option<usize>,
+}
+
+/// The key a query reads: the job's list, else the recent failures or runs.
+fn source<'k>(keys: &'k crate::redis::keys::Keys, q: &Query) -> std::borrow::Cow<'k, str> {
+    match (&q.job, q.failures) {
+        (Some(job), _) => keys.history(job).into(),
+        (None, true) => keys.recent_failures.as_str().into(),
+        (None, false) => keys.recent_runs.as_str().into(),
+    }
+}
+
+/// Parses stored entries, newest first; an entry that is not ours is skipped with a
+/// warning (named once per call).
+pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
+    let mut bad = 0;
+    let entries: Vec<Entry> = raw
+        .into_iter()
+        .filter_map(|r| {
+            let e = serde_json::from_slice::<Entry>(&r).ok();
+            bad += usize::from(e.is_none());
+            e
+        })
+        .collect();
+    if bad > 0 {
+        crate::log_warn!("{bad} entry(ies) of {key} are not history entries; left out");
+    }
+    entries
+}
+
+/// Reads the entries a query asks for, newest first. A key of another type is an
+/// error that says so.
+pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
+    let key = source(store.keys, q).into_owned();
+    let raw: Vec<Vec<u8>> = redis::cmd("LRANGE")
+        .arg(&key)
+        .arg(0)
+        .arg(-1)
+        .query(store.con)?;
+    Ok(parse_entries(raw, &key)
+        .into_iter()
+        .filter(|e| !q.failures || e.outcome.is_failure())
+        .filter(|e| q.since.is_none_or(|s| e.end >= s as f64))
+        .take(q.limit.unwrap_or(usize::MAX))
+        .collect())
+}
+
+/// Writes entries as RFC 4180 CSV with the header row.
+pub fn write_csv(entries: &[Entry], out: impl Write) -> Result<()> {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .from_writer(out);
+    let fail = |e: csv::Error| Error::io("cannot write output", e.into());
+    w.write_record(CSV_HEADER).map_err(fail)?;
+    for e in entries {
+        w.write_record(e.row()).map_err(fail)?;
+    }
+    w.flush().map_err(|e| Error::io("cannot write output", e))
+}
+
+/// Writes entries as one JSON array.
+pub fn write_json(entries: &[Entry], mut out: impl Write) -> Result<()> {
+    let fail = |e: std::io::Error| Error::io("cannot write output", e);
+    serde_json::to_writer_pretty(&mut out, entries).map_err(|e| fail(e.into()))?;
+    writeln!(out).map_err(fail)
+}
+
+/// What `tell` adds: the job's last few entries and its last success.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct JobHistory {
+    /// The last entries, newest first (at most [`TELL_RUNS`]).
+    pub last_runs: Vec<Entry>,
+    /// The last run that succeeded among the entries kept (`history-limit`).
+    pub last_success: Option<Entry>,
+}
+
+/// Adds to `pipe` the read of [`JobHistory`] (one reply; see [`job_history`]): the
+/// job's whole list, bounded by `history-limit`. A success is looked for there rather
+/// than kept apart, which would cost every run one more write.
+pub fn add_job_reads(pipe: &mut redis::Pipeline, keys: &crate::redis::keys::Keys, job: &str) {
+    pipe.cmd("LRANGE").arg(keys.history(job)).arg(0).arg(-1);
+}
+
+/// [`JobHistory`] from the reply of [`add_job_reads`].
+pub fn job_history(runs: Vec<Vec<u8>>, key: &str) -> JobHistory {
+    let entries = parse_entries(runs, key);
+    JobHistory {
+        last_success: entries.iter().find(|e| e.outcome.is_success()).cloned(),
+        last_runs: entries.into_iter().take(TELL_RUNS).collect(),
+    }
+}
+
+/// What `stats` reports of the recent runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Recent {
+    /// Runs recorded by workers over the last minute (an estimate from per-minute
+    /// counts: this minute's, plus the previous minute's share of the window).
+    pub runs_per_minute: u64,
+    /// Runs of the last minute whose lateness is known, among the last
+    /// [`RECENT_RUNS`] entries: what the percentiles are taken from.
+    pub lateness_samples: u64,
+    /// Median lateness of those runs, seconds (`None`: no sample).
+    pub lateness_p50_seconds: Option<f64>,
+    /// 99th percentile of their lateness, seconds.
+    pub lateness_p99_seconds: Option<f64>,
+    /// Failures (see [`Outcome::is_failure`]) among the entries of the last minute.
+    pub recent_failures: u64,
+}
+
+/// Reads the recent figures in one round trip: this minute's and the last minute's
+/// counts, and the recent runs (bounded by [`RECENT_RUNS`]).
+pub fn recent(store: &mut Store<'_>, now: f64) -> Result<Recent> {
+    let k = store.keys;
+    let minute = (now / 60.0).floor() as i64;
+    let minutes = [minute.to_string(), (minute - 1).to_string()];
+    let (counts, raw): (Vec<Option<u64>>, Vec<Vec<u8>>) = redis::pipe()
+        .cmd("HMGET")
+        .arg(&k.runs_per_minute)
+        .arg(&minutes)
+        .lrange(&k.recent_runs, 0, RECENT_RUNS as isize - 1)
+        .query(store.con)?;
+    let counts: Vec<(String, u64)> = minutes
+        .into_iter()
+        .zip(counts)
+        .filter_map(|(m, n)| Some((m, n?)))
+        .collect();
+    Ok(recent_figures(
+        &counts,
+        &parse_entries(raw, &k.recent_runs),
+        now,
+    ))
+}
+
+/// [`Recent`] from the per-minute counts and the recent entries, as of `now`.
+pub fn recent_figures(counts: &[(String, u64)], entries: &[Entry], now: f64) -> Recent {
+    let minute = (now / 60.0).floor() as i64;
+    let count = |m: i64| {
+        counts
+            .iter()
+            .filter(|(f, _)| f.parse::<i64>().ok() == Some(m))
+            .map(|(_, n)| *n)
+            .sum::<u64>()
+    };
+    // Sliding window: this minute's count, plus the part of the previous minute that
+    // the last 60 s still cover.
+    let into = now / 60.0 - minute as f64;
+    let runs = count(minute) as f64 + count(minute - 1) as f64 * (1.0 - into);
+    let window: Vec<&Entry> = entries.iter().filter(|e| e.end >= now - WINDOW).collect();
+    let mut late: Vec<f64> = window
+        .iter()
+        .filter(|e| e.start.is_some())
+        .filter_map(|e| e.late)
+        .collect();
+    late.sort_by(f64::total_cmp);
+    Recent {
+        runs_per_minute: runs.round() as u64,
+        lateness_samples: late.len() as u64,
+        lateness_p50_seconds: percentile(&late, 50),
+        lateness_p99_seconds: percentile(&late, 99),
+        recent_failures: window.iter().filter(|e| e.outcome.is_failure()).count() as u64,
+    }
+}
+
+/// The `p`th percentile of sorted values (nearest rank); `None` when empty.
+fn percentile(sorted: &[f64], p: usize) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p * sorted.len()).div_ceil(100).max(1);
+    Some(sorted[rank - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_stable() {
+        let names: Vec<&str> = Outcome::ALL.iter().map(|o| o.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "ok",
+                "backoff",
+                "stopped",
+                "unset",
+                "failed",
+                "timed-out",
+                "interrupted",
+                "fenced",
+                "recovered",
+                "skipped",
+                "bad"
+            ]
+        );
+        for o in Outcome::ALL {
+            assert_eq!(
+                serde_json::to_string(&o).unwrap(),
+                format!("\"{}\"", o.name())
+            );
+        }
+    }
+
+    #[test]
+    fn entries_round_trip_and_tolerate_missing_fields() {
+        let mut e = Entry::new("j:A", Outcome::Failed, 100.12345, "worker");
+        e.exit = Some(3);
+        e.tail = "a\nb".into();
+        assert_eq!(e.end, 100.123);
+        let back: Entry = serde_json::from_str(&e.to_json()).unwrap();
+        assert_eq!(back, e);
+        let short: Entry =
+            serde_json::from_str(r#"{"job":"x","queue":"x","outcome":"ok","end":5,"new":1}"#)
+                .unwrap();
+        assert_eq!((short.due, short.tail.as_str()), (None, ""));
+    }
+
+    #[test]
+    fn tails_keep_whole_lines() {
+        assert_eq!(tail_text(b"one\ntwo\n", false), "one\ntwo");
+        assert_eq!(tail_text(b"ne\ntwo\nthree", true), "two\nthree");
+        // A single cut line is kept as it is.
+        assert_eq!(tail_text(b"abcdef", true), "abcdef");
+        assert_eq!(tail_text(b"", false), "");
+        assert_eq!(tail_text(&[0; 10], false), "<10 NUL bytes>");
+    }
+
+    #[test]
+    fn due_instants() {
+        // Queued by a dispatcher: its score.
+        assert_eq!(due_at(Some("ENQ:105"), Some("100:105")), Some(100));
+        // Queued again since (another ENQ, or a failure status): when it was queued.
+        assert_eq!(due_at(Some("ENQ:200"), Some("100:105")), Some(200));
+        assert_eq!(due_at(Some("DIE:200"), Some("100:200")), Some(200));
+        assert_eq!(due_at(Some("ENQ:7"), None), Some(7));
+        assert_eq!(due_at(None, Some("1:2")), None);
+        assert_eq!(due_at(Some("ENQ:1700000000.25"), None), Some(1700000000));
+    }
+
+    #[test]
+    fn recent_figures_use_the_last_minute() {
+        let run = |late: f64, end: f64| Entry {
+            start: Some(end - 1.0),
+            late: Some(late),
+            ..Entry::new("j:A", Outcome::Ok, end, "worker")
+        };
+        let mut entries: Vec<Entry> = (1..=100).map(|i| run(i as f64, 1000.0)).collect();
+        entries.push(run(500.0, 900.0)); // older than a minute
+        entries.push(Entry::new("k:A", Outcome::Skipped, 1000.0, "dispatcher"));
+        // 30 s into minute 16 (960..1020): all of this minute, half of the last.
+        let counts = [("16".to_string(), 10), ("15".to_string(), 40)];
+        let r = recent_figures(&counts, &entries, 990.0);
+        assert_eq!(r.runs_per_minute, 30);
+        assert_eq!(r.lateness_samples, 100);
+        assert_eq!(r.lateness_p50_seconds, Some(50.0));
+        assert_eq!(r.lateness_p99_seconds, Some(99.0));
+        assert_eq!(r.recent_failures, 1);
+        let none = recent_figures(&[], &[], 990.0);
+        assert_eq!((none.runs_per_minute, none.lateness_p50_seconds), (0, None));
+    }
+}
