@@ -106,17 +106,21 @@ pub struct WorkFlags {
     #[arg(long, value_enum, value_name = "WHAT")]
     pub on_failure: Option<OnFailure>,
     /// Longest line of a job's output logged, for every queue; longer ones are cut (64 to 1048576) [default: `output-line-bytes` in the config, else 8192]
-    #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_line_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_line_bytes,
+          allow_negative_numbers = true)]
     pub output_line_bytes: Option<u64>,
     /// Lines of a run's output logged, for every queue (0 to 1000000000) [default: `output-log-lines` in the config, else 10000]
-    #[arg(long, value_name = "LINES", value_parser = limits::arg::output_log_lines)]
+    #[arg(long, value_name = "LINES", value_parser = limits::arg::output_log_lines,
+          allow_negative_numbers = true)]
     pub output_log_lines: Option<u64>,
     /// Bytes of a run's output logged, for every queue (0 to 1099511627776) [default: `output-log-bytes` in the config, else 1048576]
-    #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_log_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = limits::arg::output_log_bytes,
+          allow_negative_numbers = true)]
     pub output_log_bytes: Option<u64>,
     /// History entries kept per job, 0..=10000; 0 writes no history at all
     /// [default: `history-limit` in the config, else 20]
-    #[arg(long, value_name = "N", value_parser = limits::arg::history_limit)]
+    #[arg(long, value_name = "N", value_parser = limits::arg::history_limit,
+          allow_negative_numbers = true)]
     pub history_limit: Option<u64>,
     /// The command to run per job (after `--`); the job id is appended
     #[arg(last = true, value_name = "COMMAND")]
@@ -206,7 +210,8 @@ pub enum Command {
         after: Option<String>,
         /// History entries kept per job by recoveries and skips, 0..=10000; 0 writes
         /// none [default: `history-limit` in the config, else 20]
-        #[arg(long, value_name = "N", value_parser = limits::arg::history_limit)]
+        #[arg(long, value_name = "N", value_parser = limits::arg::history_limit,
+          allow_negative_numbers = true)]
         history_limit: Option<u64>,
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
