@@ -45,6 +45,9 @@
 //!   `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`,
 //!   `ps.rs` (the table, CSV and JSON of `redbike ps`),
 //!   and CSV reading and writing (`csvio.rs`).
+//! - `top/`: `redbike top`, the live view: reading a snapshot of a prefix
+//!   (`snapshot.rs`), the view's state and keys (`app.rs`), drawing it (`render.rs`),
+//!   the terminal and the reader thread (`mod.rs`).
 //! - `schedule/`: the schedule language: RRULEs (`rule`), cron lines (`cron`), unix
 //!   times and ISO timestamps (`timestamp.rs`).
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
@@ -75,4 +78,5 @@ pub mod redis;
 pub mod schedule;
 pub mod shutdown;
 pub mod status;
+pub mod top;
 pub mod work;

@@ -359,6 +359,32 @@ next run). tail: the last lines of the run's output, at most 2 KiB. Empty fields
 unknown or do not apply. --format json prints one array of objects with the same \
 fields (numbers as numbers, null when unknown).";
 
+/// `top`: what the live view shows, its keys and what it costs.
+pub const TOP: &str = "\
+A full-screen view of the prefix, read about once a second: a header (prefix, how the \
+server was found and which it is, the clock in UTC, HALT, and \"disconnected since\" \
+while Redis cannot be reached: it keeps running and reconnects), the queues (jobs \
+waiting, how long the oldest has waited, running), the running jobs (elapsed against \
+the timeout this machine's config gives their queue), the next jobs due with \
+countdowns, and the jobs' last failures (PREFIX-failures).
+
+Keys: q or Ctrl-C quits; Up/Down (j/k), PgUp/PgDn, Home/End (g/G) move; / filters \
+jobs by id (Enter keeps the filter, Esc clears it); Enter shows the selected job's \
+detail (what tell says); r runs the selected job now and p pauses or resumes it, each \
+after a y to confirm; ? shows the keys. The terminal is restored on every exit: q, \
+Ctrl-C, SIGTERM, SIGHUP, a panic.
+
+Queues shown: those of --queues and of `queues` in the config, and the queues of the \
+jobs listed (running, coming up, failed). No SCAN: every refresh is two pipelined \
+round trips of bounded commands (GET, HLEN, ZCARD, ZCOUNT, ZRANGE of the first 50 \
+timeline entries and 100 running jobs, one HSCAN page of up to 200 failures, LLEN and \
+LINDEX per queue, one HMGET of statuses): 11 commands plus 2 per queue, about 17 a \
+second with three queues, so ten operators watching do not disturb a prefix. A \
+prefix with more than 200 failed jobs shows a sample of them.
+
+--once prints one frame as plain text and exits (for scripts and logs), and is what \
+runs when standard output is not a terminal; its width is $COLUMNS, else 100.";
+
 /// `ping`: what it prints and how each deployment is configured.
 pub const PING: &str = "\
 Prints one line per fact, KEY: VALUE: server (host:port reached), mode (standalone, \

@@ -282,6 +282,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = ps::Format::Table, value_name = "FORMAT")]
         format: ps::Format,
     },
+    /// A live view of the prefix: queues, running jobs, the next due, failures
+    #[command(after_long_help = help::TOP)]
+    Top {
+        /// Print one frame as plain text and exit (what runs when stdout is not a terminal)
+        #[arg(long)]
+        once: bool,
+        /// Queues to show besides those of the config and of the jobs listed, e.g. A:B
+        #[arg(long, value_name = "QUEUES")]
+        queues: Option<String>,
+    },
     /// Connect with the effective settings and print the server, role, version and
     /// latency reached (to debug TLS, ACL, Sentinel and Cluster set-ups)
     #[command(after_long_help = help::PING)]
@@ -419,6 +429,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             scan,
         } => cmd_stats(&config, format, queues.as_deref(), scan),
         Command::Ps { format } => cmd_ps(&config, format),
+        Command::Top { once, queues } => cmd_top(&config, once, queues.as_deref()),
         Command::Ping => cmd_ping(&config),
         Command::Completions { shell } => cmd_completions(shell),
     }
@@ -875,6 +886,15 @@ fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
             config.prefix
         );
     }
+    Ok(ExitCode::Success)
+}
+
+fn cmd_top(config: &Config, once: bool, queues: Option<&str>) -> Result<ExitCode> {
+    let queues = match queues {
+        Some(text) => stats::parse_queue_names(text)?,
+        None => Vec::new(),
+    };
+    crate::top::run(config, &crate::top::Options { once, queues })?;
     Ok(ExitCode::Success)
 }
 
