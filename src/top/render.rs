@@ -23,7 +23,8 @@ pub fn span(secs: i64) -> String {
         0..=59 => format!("{s}s"),
         60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
         3600..=86_399 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
+        86_400..=8_639_999 => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
+        _ => format!("{}d", s / 86_400),
     };
     format!("{sign}{text}")
 }
@@ -412,6 +413,7 @@ mod tests {
         assert_eq!(span(7500), "2h05m");
         assert_eq!(span(3 * 86_400 + 4 * 3600 + 5), "3d04h");
         assert_eq!(span(-65), "-1m05s");
+        assert_eq!(span(26_701 * 86_400 + 7200), "26701d");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //!
 //! Round trip one: GET, HLEN, ZCARD and ZCOUNT, the first entries of the timeline and of
 //! the running index (`P-leases`), one HSCAN page of `P-failures` (small hashes come
-//! whole in one page; a large one gives a bounded sample), and LLEN and LINDEX of each
-//! queue named. Round trip two: one HMGET of `P-statuses` for the running jobs (when
+//! whole in one page; a large one gives a bounded sample), PUBSUB CHANNELS of the
+//! prefix's wake-up channels (the queues that workers listen on: the channels of the
+//! server, never its keys), and LLEN and LINDEX of each queue named. Round trip two: one HMGET of `P-statuses` for the running jobs (when
 //! they started) and the queues' oldest entries (since when they wait).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use redis::Connection;
 
 use crate::{
-    redis::keys::{queue_of, Keys},
+    redis::keys::{glob_escape, queue_of, Keys},
     status::{Status, ENQ, WRK},
 };
 
@@ -126,6 +127,9 @@ pub struct Plan {
 
 type Scored = Vec<(String, f64)>;
 
+/// Commands of round trip one before the per-queue ones.
+const FIXED: usize = 10;
+
 /// Reads one snapshot at `now`. Returns it with the number of commands sent.
 pub fn read(
     con: &mut Connection,
@@ -147,7 +151,10 @@ pub fn read(
         .arg(&keys.failures)
         .arg(0)
         .arg("COUNT")
-        .arg(LIMITS.failures);
+        .arg(LIMITS.failures)
+        .cmd("PUBSUB")
+        .arg("CHANNELS")
+        .arg(format!("{}-wake-*", glob_escape(&keys.prefix)));
     for q in &named {
         pipe.llen(keys.queue(q)).lindex(keys.queue(q), -1);
     }
@@ -162,9 +169,10 @@ pub fn read(
         Vec<String>,
         u64,
         (String, Vec<String>),
+        Vec<String>,
     );
     let replies: Vec<redis::Value> = pipe.query(con)?;
-    let (fixed, per_queue) = replies.split_at(9.min(replies.len()));
+    let (fixed, per_queue) = replies.split_at(FIXED.min(replies.len()));
     let (
         control,
         schedules,
@@ -175,6 +183,7 @@ pub fn read(
         running_ids,
         failures_total,
         (_, flat),
+        channels,
     ): Fixed = redis::from_redis_value(redis::Value::Array(fixed.to_vec()))?;
     let mut heads = Vec::with_capacity(named.len());
     for pair in per_queue.chunks_exact(2) {
@@ -253,12 +262,18 @@ pub fn read(
     failures.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| a.jobid.cmp(&b.jobid)));
     // Queues met in the lists read but not named: the caller adds them to its plan,
     // so they get a row (with figures) from the next read on.
+    // So are the queues that workers listen on (their wake-up channels).
+    let wake = format!("{}-wake-", keys.prefix);
+    let listened = channels
+        .iter()
+        .filter_map(|c| c.strip_prefix(&wake))
+        .filter(|q| !matches!(*q, "timeline" | "control"));
     let unread: BTreeSet<String> = running
         .iter()
-        .map(|r| &r.jobid)
-        .chain(upcoming.iter().map(|u| &u.jobid))
-        .chain(failures.iter().map(|f| &f.jobid))
-        .map(|id| queue_of(id))
+        .map(|r| queue_of(&r.jobid))
+        .chain(upcoming.iter().map(|u| queue_of(&u.jobid)))
+        .chain(failures.iter().map(|f| queue_of(&f.jobid)))
+        .chain(listened)
         .filter(|q| !plan.queues.contains(*q))
         .map(str::to_string)
         .collect();

@@ -22,6 +22,7 @@ mod ops;
 mod output;
 mod security;
 mod soak;
+mod top;
 mod topology;
 mod work;
 mod wrong_type;
