@@ -169,10 +169,18 @@ pub fn read(
         Vec<String>,
         u64,
         (String, Vec<String>),
-        Vec<String>,
     );
-    let replies: Vec<redis::Value> = pipe.query(con)?;
-    let (fixed, per_queue) = replies.split_at(FIXED.min(replies.len()));
+    // Errors come back as values, so that PUBSUB CHANNELS, which only adds queues, may
+    // be refused (an ACL user without it still gets the view); any other error fails
+    // the read. One reply per command sent, so the index exists.
+    let mut replies: Vec<redis::Value> = pipe.ignore_errors().query(con)?;
+    let channels: Vec<String> = match replies.remove(FIXED - 1) {
+        redis::Value::ServerError(_) => Vec::new(),
+        v => redis::from_redis_value(v)?,
+    };
+    let mut replies: Vec<redis::Value> =
+        redis::from_redis_value(redis::Value::Array(replies).extract_error()?)?;
+    let per_queue = replies.split_off((FIXED - 1).min(replies.len()));
     let (
         control,
         schedules,
@@ -183,8 +191,7 @@ pub fn read(
         running_ids,
         failures_total,
         (_, flat),
-        channels,
-    ): Fixed = redis::from_redis_value(redis::Value::Array(fixed.to_vec()))?;
+    ): Fixed = redis::from_redis_value(redis::Value::Array(replies))?;
     let mut heads = Vec::with_capacity(named.len());
     for pair in per_queue.chunks_exact(2) {
         let (length, head): (u64, Option<String>) =

@@ -64,6 +64,7 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "subscribe",
     "unsubscribe",
     "punsubscribe",
+    "pubsub|channels",
 ];
 
 fn assert_no_secret(what: &str, text: &str) {
@@ -261,6 +262,8 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     assert!(statuses.contains("l1:B,STP,"), "{statuses}");
     let schedules = rb().args(["schedules"]).ok();
     assert!(schedules.contains("j:A,FREQ=SECONDLY\r\n"), "{schedules}");
+    let topped = rb().args(["top", "--once"]).ok();
+    assert!(topped.contains("j:A"), "{topped}");
 
     let dispatcher = Bg(Some(rb().args(["dispatch"]).spawn()));
     let work = |queue: &str| {

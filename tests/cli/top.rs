@@ -78,6 +78,26 @@ fn once_bad_input_and_unreachable_redis() {
         .fails(69, "cannot reach redis");
 }
 
+/// PUBSUB CHANNELS only adds the queues workers listen on: an ACL user without it gets
+/// the view all the same.
+#[test]
+fn once_works_for_an_acl_user_without_pubsub() {
+    let s = RedisServer::start();
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "rb", "on", ">pw", "~*", "&*", "+@all", "-pubsub"])
+        .query(&mut s.con())
+        .unwrap();
+    let d = workdir();
+    let url = format!("redis://rb:pw@127.0.0.1:{}/0", s.port);
+    let rb = || bare(d.path()).env("REDBIKE_REDIS_URL", &url);
+    rb().args(["set", "later:A", "AT:2100-01-01T00:00:00Z"])
+        .ok();
+    let out = rb().args(["top", "--once"]).ok();
+    assert!(out.contains("later:A"), "{out}");
+    let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();
+    assert_eq!(refused.len(), 1, "PUBSUB CHANNELS was refused: {refused:?}");
+}
+
 /// The frame of a known state at 80x24, drawn with ratatui's test backend from a
 /// snapshot read from a real Redis, whose state the real binary wrote (and the test
 /// pinned the times of).
@@ -85,7 +105,7 @@ fn once_bad_input_and_unreachable_redis() {
 fn frame_of_a_known_prefix_at_80x24() {
     use ratatui::{backend::TestBackend, Terminal};
     use redbike::{
-        keys::Keys,
+        redis::keys::Keys,
         top::{app::App, render, snapshot},
     };
     let s = RedisServer::start();
@@ -268,8 +288,8 @@ fn live_view_shows_the_jobs_of_a_dispatcher_and_a_worker_and_q_restores_the_term
     };
     let seen = wait_until(10.0, || row_a(&t.screen()).as_deref() == Some("A 0 - 1"));
     assert!(seen, "{}", t.screen());
-    // Enter on the selected (running) job shows what `tell` says.
-    t.keys(&["Enter"]);
+    // Enter on the first row (the running job) shows what `tell` says.
+    t.keys(&["Home", "Enter"]);
     t.wait_for("\"working\": true", 10.0);
     // Any key but the scroll keys closes the detail (Esc followed at once by another
     // key would read as Alt+key).

@@ -4,7 +4,15 @@ use std::process::Command;
 
 use crate::harness::*;
 
-const SUBCOMMANDS: [&str; 6] = ["dispatch", "work", "set", "stats", "control", "completions"];
+const SUBCOMMANDS: [&str; 7] = [
+    "dispatch",
+    "work",
+    "set",
+    "stats",
+    "control",
+    "completions",
+    "top",
+];
 
 /// Checks a script with `SHELL -n` when that shell is installed.
 fn syntax_ok(shell: &str, script: &std::path::Path) -> Option<bool> {
