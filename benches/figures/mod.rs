@@ -3,6 +3,7 @@
 //! for `work`.
 
 mod dispatcher;
+mod top;
 pub mod worker;
 
 use std::{
@@ -84,6 +85,10 @@ pub const GROUPS: &[Group] = &[
     Group {
         name: "idle_worker",
         run: worker::idle,
+    },
+    Group {
+        name: "top",
+        run: top::commands_per_second,
     },
 ];
 
