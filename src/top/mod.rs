@@ -42,7 +42,7 @@ use crate::{
 };
 
 use app::{Action, App, Effect};
-use snapshot::{Plan, Snapshot};
+use snapshot::{Plan, Slow, Snapshot, SLOW_EVERY};
 
 /// How often the view reads Redis.
 pub const REFRESH: Duration = Duration::from_secs(1);
@@ -101,10 +101,10 @@ fn print_once(config: &Config, mut plan: Plan) -> Result<()> {
     let mut reached = store::reach(config, store::COMMAND_TIMEOUT)?;
     let keys = Keys::new(&config.prefix);
     let now = timestamp::now();
-    let (mut snap, _) = snapshot::read(&mut reached.con, &keys, &plan, now)?;
+    let (mut snap, _) = snapshot::read(&mut reached.con, &keys, &plan, now, None)?;
     if !snap.unread_queues.is_empty() {
         plan.queues.extend(std::mem::take(&mut snap.unread_queues));
-        snap = snapshot::read(&mut reached.con, &keys, &plan, now)?.0;
+        snap = snapshot::read(&mut reached.con, &keys, &plan, now, None)?.0;
     }
     let mut app = App::new(false, now);
     app.connection.server = describe_server(&topology, &reached.server);
@@ -171,6 +171,7 @@ fn live(config: &Config, plan: Plan) -> Result<()> {
         backoff: Backoff::new(),
         down_since: None,
         worked: false,
+        slow: None,
     };
     let stop = shutdown.clone();
     std::thread::Builder::new()
@@ -293,6 +294,8 @@ struct Reader {
     down_since: Option<i64>,
     /// Whether a read ever worked: until then an error retrying cannot fix ends `top`.
     worked: bool,
+    /// The slow figures of the last read, and how many reads ago they were read.
+    slow: Option<(Slow, u64)>,
 }
 
 impl Reader {
@@ -354,11 +357,18 @@ impl Reader {
     fn refresh(&mut self) -> Result<Reply> {
         let now = timestamp::now();
         let (keys, plan) = (self.keys.clone(), self.plan.clone());
-        let outcome = self
-            .connection()
-            .and_then(|con| snapshot::read(con, &keys, &plan, now).map_err(Error::Redis));
+        // The slow figures are read every SLOW_EVERY refreshes, and after an error.
+        let slow = match self.slow.take() {
+            Some((slow, age)) if age + 1 < SLOW_EVERY => Some((slow, age + 1)),
+            _ => None,
+        };
+        let outcome = self.connection().and_then(|con| {
+            let carried = slow.as_ref().map(|(s, _)| s);
+            snapshot::read(con, &keys, &plan, now, carried).map_err(Error::Redis)
+        });
         match outcome {
             Ok((snap, _)) => {
+                self.slow = Some(slow.unwrap_or_else(|| (snap.slow.clone(), 0)));
                 self.worked = true;
                 self.down_since = None;
                 self.plan.queues.extend(snap.unread_queues.iter().cloned());

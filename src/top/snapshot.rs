@@ -66,6 +66,8 @@ pub struct Snapshot {
     pub failures: Vec<Failure>,
     /// Queues of the jobs read that were not in the plan (see [`Plan::queues`]).
     pub unread_queues: BTreeSet<String>,
+    /// The slow figures this snapshot used (read now or carried over).
+    pub slow: Slow,
 }
 
 /// A job on the timeline.
@@ -127,75 +129,109 @@ pub struct Plan {
 
 type Scored = Vec<(String, f64)>;
 
-/// Commands of round trip one before the per-queue ones.
-const FIXED: usize = 10;
+/// Figures that change slowly, read every [`SLOW_EVERY`] refreshes and carried over in
+/// between, to keep the cost of a refresh down.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Slow {
+    /// Stored schedules (HLEN).
+    pub schedules: u64,
+    /// Jobs with a last failure (HLEN of `P-failures`).
+    pub failures_total: u64,
+    /// Queues workers listen on (from their wake-up channels).
+    pub listened: BTreeSet<String>,
+}
 
-/// Reads one snapshot at `now`. Returns it with the number of commands sent.
+/// One refresh in this many reads the [`Slow`] figures.
+pub const SLOW_EVERY: u64 = 5;
+
+/// The replies of a pipeline, taken in the order the commands were added.
+struct Replies(std::vec::IntoIter<redis::Value>);
+
+impl Replies {
+    fn next<T: redis::FromRedisValue>(&mut self) -> redis::RedisResult<T> {
+        let v = self.0.next().unwrap_or(redis::Value::Nil);
+        if let redis::Value::ServerError(e) = v {
+            return Err(e.into());
+        }
+        Ok(redis::from_redis_value(v)?)
+    }
+
+    /// A reply that may be refused (an ACL without the command): `None` then.
+    fn optional<T: redis::FromRedisValue>(&mut self) -> redis::RedisResult<Option<T>> {
+        match self.0.next() {
+            Some(redis::Value::ServerError(_)) | None => Ok(None),
+            Some(v) => Ok(Some(redis::from_redis_value(v)?)),
+        }
+    }
+}
+
+/// Reads one snapshot at `now`; the [`Slow`] figures too unless `slow` carries them
+/// over. Returns it with the number of commands sent.
 pub fn read(
     con: &mut Connection,
     keys: &Keys,
     plan: &Plan,
     now: i64,
+    slow: Option<&Slow>,
 ) -> redis::RedisResult<(Snapshot, usize)> {
     let named: Vec<String> = plan.queues.iter().cloned().collect();
     let mut pipe = redis::pipe();
     pipe.get(&keys.control)
-        .hlen(&keys.schedules)
         .zcard(&keys.timeline)
         .zcount(&keys.timeline, "-inf", now)
         .zrange_withscores(&keys.timeline, 0, LIMITS.upcoming as isize - 1)
         .zcard(&keys.leases)
         .zrange(&keys.leases, 0, LIMITS.running as isize - 1)
-        .hlen(&keys.failures)
         .cmd("HSCAN")
         .arg(&keys.failures)
         .arg(0)
         .arg("COUNT")
-        .arg(LIMITS.failures)
-        .cmd("PUBSUB")
-        .arg("CHANNELS")
-        .arg(format!("{}-wake-*", glob_escape(&keys.prefix)));
+        .arg(LIMITS.failures);
+    if slow.is_none() {
+        pipe.hlen(&keys.schedules)
+            .hlen(&keys.failures)
+            .cmd("PUBSUB")
+            .arg("CHANNELS")
+            .arg(format!("{}-wake-*", glob_escape(&keys.prefix)));
+    }
     for q in &named {
         pipe.llen(keys.queue(q)).lindex(keys.queue(q), -1);
     }
     let mut sent = pipe.len();
-    type Fixed = (
-        Option<String>,
-        u64,
-        u64,
-        u64,
-        Scored,
-        u64,
-        Vec<String>,
-        u64,
-        (String, Vec<String>),
-    );
-    // Errors come back as values, so that PUBSUB CHANNELS, which only adds queues, may
-    // be refused (an ACL user without it still gets the view); any other error fails
-    // the read. One reply per command sent, so the index exists.
-    let mut replies: Vec<redis::Value> = pipe.ignore_errors().query(con)?;
-    let channels: Vec<String> = match replies.remove(FIXED - 1) {
-        redis::Value::ServerError(_) => Vec::new(),
-        v => redis::from_redis_value(v)?,
+    // Errors come back as values, so that one that only adds detail (PUBSUB CHANNELS,
+    // refused to an ACL user without it) need not fail the read.
+    let replies: Vec<redis::Value> = pipe.ignore_errors().query(con)?;
+    let mut r = Replies(replies.into_iter());
+    let control: Option<String> = r.next()?;
+    let timeline: u64 = r.next()?;
+    let due: u64 = r.next()?;
+    let upcoming: Scored = r.next()?;
+    let running_total: u64 = r.next()?;
+    let running_ids: Vec<String> = r.next()?;
+    let (_, flat): (String, Vec<String>) = r.next()?;
+    let slow = match slow {
+        Some(slow) => slow.clone(),
+        None => {
+            let schedules = r.next()?;
+            let failures_total = r.next()?;
+            let channels: Vec<String> = r.optional()?.unwrap_or_default();
+            let wake = format!("{}-wake-", keys.prefix);
+            Slow {
+                schedules,
+                failures_total,
+                listened: channels
+                    .iter()
+                    .filter_map(|c| c.strip_prefix(&wake))
+                    .filter(|q| !matches!(*q, "timeline" | "control"))
+                    .map(str::to_string)
+                    .collect(),
+            }
+        }
     };
-    let mut replies: Vec<redis::Value> =
-        redis::from_redis_value(redis::Value::Array(replies).extract_error()?)?;
-    let per_queue = replies.split_off((FIXED - 1).min(replies.len()));
-    let (
-        control,
-        schedules,
-        timeline,
-        due,
-        upcoming,
-        running_total,
-        running_ids,
-        failures_total,
-        (_, flat),
-    ): Fixed = redis::from_redis_value(redis::Value::Array(replies))?;
     let mut heads = Vec::with_capacity(named.len());
-    for pair in per_queue.chunks_exact(2) {
-        let (length, head): (u64, Option<String>) =
-            redis::from_redis_value(redis::Value::Array(pair.to_vec()))?;
+    for _ in &named {
+        let length: u64 = r.next()?;
+        let head: Option<String> = r.next()?;
         heads.push((length, head));
     }
 
@@ -270,11 +306,7 @@ pub fn read(
     // Queues met in the lists read but not named: the caller adds them to its plan,
     // so they get a row (with figures) from the next read on.
     // So are the queues that workers listen on (their wake-up channels).
-    let wake = format!("{}-wake-", keys.prefix);
-    let listened = channels
-        .iter()
-        .filter_map(|c| c.strip_prefix(&wake))
-        .filter(|q| !matches!(*q, "timeline" | "control"));
+    let listened = slow.listened.iter().map(String::as_str);
     let unread: BTreeSet<String> = running
         .iter()
         .map(|r| queue_of(&r.jobid))
@@ -293,16 +325,17 @@ pub fn read(
         prefix: keys.prefix.clone(),
         time: now,
         halted: control.as_deref() == Some("HALT"),
-        schedules,
+        schedules: slow.schedules,
         timeline,
         due,
         upcoming,
         running_total,
         running,
         queues: queues.into_values().collect(),
-        failures_total,
+        failures_total: slow.failures_total,
         failures,
         unread_queues: unread,
+        slow,
     };
     Ok((snapshot, sent))
 }

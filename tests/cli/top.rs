@@ -135,8 +135,13 @@ fn frame_of_a_known_prefix_at_80x24() {
         timeouts: [("B".to_string(), 90)].into(),
         default_timeout: 3600,
     };
-    let (snap, commands) = snapshot::read(&mut con, &Keys::new("t"), &plan, T0).unwrap();
-    assert_eq!(commands, 17, "10 fixed, 2 per queue, one HMGET");
+    let (snap, commands) = snapshot::read(&mut con, &Keys::new("t"), &plan, T0, None).unwrap();
+    assert_eq!(commands, 17, "7 each time, 3 slow, 2 per queue, one HMGET");
+    let carried = snap.slow.clone();
+    let (again, commands) =
+        snapshot::read(&mut con, &Keys::new("t"), &plan, T0, Some(&carried)).unwrap();
+    assert_eq!(commands, 14, "the slow ones carried over");
+    assert_eq!(again, snap);
     let mut app = App::new(true, T0);
     app.connection.server = "standalone redis".into();
     app.update(snap);
