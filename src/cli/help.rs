@@ -374,13 +374,15 @@ detail (what tell says); r runs the selected job now and p pauses or resumes it,
 after a y to confirm; ? shows the keys. The terminal is restored on every exit: q, \
 Ctrl-C, SIGTERM, SIGHUP, a panic.
 
-Queues shown: those of --queues and of `queues` in the config, and the queues of the \
-jobs listed (running, coming up, failed). No SCAN: every refresh is two pipelined \
-round trips of bounded commands (GET, HLEN, ZCARD, ZCOUNT, ZRANGE of the first 50 \
-timeline entries and 100 running jobs, one HSCAN page of up to 200 failures, LLEN and \
-LINDEX per queue, one HMGET of statuses): 11 commands plus 2 per queue, about 17 a \
-second with three queues, so ten operators watching do not disturb a prefix. A \
-prefix with more than 200 failed jobs shows a sample of them.
+Queues shown: those of --queues and of `queues` in the config, the queues workers \
+listen on (PUBSUB CHANNELS of their wake-up channels) and the queues of the jobs \
+listed (running, coming up, failed). No SCAN: every refresh is two pipelined round \
+trips of bounded commands (GET, ZCARD, ZCOUNT, ZRANGE of the first 50 timeline \
+entries and 100 running jobs, one HSCAN page of up to 200 failures, LLEN and LINDEX \
+per queue, one HMGET of statuses; every fifth refresh also HLEN twice and PUBSUB \
+CHANNELS): 8 commands plus 2 per queue, about 15 a second with three queues, so ten \
+operators watching do not disturb a prefix. A prefix with more than 200 failed jobs \
+shows a sample of them.
 
 --once prints one frame as plain text and exits (for scripts and logs), and is what \
 runs when standard output is not a terminal; its width is $COLUMNS, else 100.";
