@@ -362,9 +362,10 @@ fields (numbers as numbers, null when unknown).";
 /// `top`: what the live view shows, its keys and what it costs.
 pub const TOP: &str = "\
 A full-screen view of the prefix, read about once a second: a header (prefix, how the \
-server was found and which it is, the clock in UTC, HALT, and \"disconnected since\" \
-while Redis cannot be reached: it keeps running and reconnects), the queues (jobs \
-waiting, how long the oldest has waited, running), the running jobs (elapsed against \
+server was found and which it is, the clock in UTC, HALT, the dispatchers and workers \
+alive, and \"disconnected since\" while Redis cannot be reached: it keeps running and \
+reconnects), the queues (jobs waiting, how long the oldest has waited, running, \
+workers alive), the running jobs (elapsed against \
 the timeout this machine's config gives their queue), the next jobs due with \
 countdowns, and the jobs' last failures (PREFIX-failures).
 
@@ -379,8 +380,9 @@ listen on (PUBSUB CHANNELS of their wake-up channels) and the queues of the jobs
 listed (running, coming up, failed). No SCAN: every refresh is two pipelined round \
 trips of bounded commands (GET, ZCARD, ZCOUNT, ZRANGE of the first 50 timeline \
 entries and 100 running jobs, one HSCAN page of up to 200 failures, LLEN and LINDEX \
-per queue, one HMGET of statuses; every fifth refresh also HLEN twice and PUBSUB \
-CHANNELS): 8 commands plus 2 per queue, about 15 a second with three queues, so ten \
+per queue, one HMGET of statuses; every fifth refresh also HLEN twice, PUBSUB \
+CHANNELS and the registry as ps reads it): 8 commands plus 2 per queue, about 15 a \
+second with three queues, so ten \
 operators watching do not disturb a prefix. A prefix with more than 200 failed jobs \
 shows a sample of them.
 

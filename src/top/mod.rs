@@ -140,7 +140,7 @@ enum Request {
 /// What the reader tells the terminal thread.
 enum Reply {
     /// A new snapshot, from the server described.
-    Snapshot(Snapshot, String),
+    Snapshot(Box<Snapshot>, String),
     /// Redis cannot be reached, or refuses the reads: since when, and why.
     Down(i64, String),
     /// The lines of a job's detail.
@@ -229,7 +229,7 @@ impl Screen {
                         app.connection.server = server;
                         app.connection.down_since = None;
                         app.connection.down_reason = None;
-                        app.update(snap);
+                        app.update(*snap);
                     }
                     Reply::Down(since, why) => {
                         app.connection.down_since = Some(since);
@@ -372,7 +372,7 @@ impl Reader {
                 self.worked = true;
                 self.down_since = None;
                 self.plan.queues.extend(snap.unread_queues.iter().cloned());
-                Ok(Reply::Snapshot(snap, self.server.clone()))
+                Ok(Reply::Snapshot(Box::new(snap), self.server.clone()))
             }
             Err(e) => {
                 let fatal = match &e {

@@ -83,9 +83,10 @@ fn sections(app: &App) -> Vec<Pane> {
     let now = s.time;
     let queues = Pane {
         title: format!("queues ({})", s.queues.len()),
-        header: vec!["QUEUE", "WAITING", "OLDEST", "RUNNING"],
+        header: vec!["QUEUE", "WAITING", "OLDEST", "RUNNING", "WORKERS"],
         widths: vec![
             Constraint::Fill(1),
+            Constraint::Length(8),
             Constraint::Length(8),
             Constraint::Length(8),
             Constraint::Length(8),
@@ -107,6 +108,7 @@ fn sections(app: &App) -> Vec<Pane> {
                         q.length.to_string(),
                         oldest,
                         q.running.to_string(),
+                        q.workers.to_string(),
                     ],
                 )
             })
@@ -242,10 +244,24 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         ))
         .red()
         .bold()]),
-        (None, Some(s)) => Line::from(format!(
-            "schedules {}  timeline {} ({} due)  running {}  failed {}",
-            s.schedules, s.timeline, s.due, s.running_total, s.failures_total
-        )),
+        (None, Some(s)) => {
+            let alive = format!(
+                "dispatchers {}  workers {}",
+                s.slow.dispatchers, s.slow.workers
+            );
+            Line::from(vec![
+                Span::from(format!(
+                    "schedules {}  timeline {} ({} due)  running {}  failed {}  ",
+                    s.schedules, s.timeline, s.due, s.running_total, s.failures_total
+                )),
+                // No dispatcher alive: nothing is moved to the queues any more.
+                if s.slow.dispatchers == 0 {
+                    Span::from(alive).red().bold()
+                } else {
+                    Span::from(alive)
+                },
+            ])
+        }
         (None, None) => Line::from("connecting ..."),
     };
     Paragraph::new(vec![Line::from(first), second]).render(area, buf);

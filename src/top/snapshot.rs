@@ -14,7 +14,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use redis::Connection;
 
 use crate::{
-    redis::keys::{glob_escape, queue_of, Keys},
+    redis::{
+        keys::{glob_escape, queue_of, Keys},
+        registry,
+        store::Store,
+    },
     status::{Status, ENQ, WRK},
 };
 
@@ -102,6 +106,8 @@ pub struct QueueRow {
     pub oldest_age: Option<i64>,
     /// Its running jobs among those read.
     pub running: u64,
+    /// Workers alive that work it.
+    pub workers: u64,
 }
 
 /// A job's last failure.
@@ -139,6 +145,12 @@ pub struct Slow {
     pub failures_total: u64,
     /// Queues workers listen on (from their wake-up channels).
     pub listened: BTreeSet<String>,
+    /// Dispatchers alive (registered and heart-beating; Python ones never register).
+    pub dispatchers: u64,
+    /// Workers alive.
+    pub workers: u64,
+    /// Workers alive per queue they work.
+    pub workers_per_queue: BTreeMap<String, u64>,
 }
 
 /// One refresh in this many reads the [`Slow`] figures.
@@ -163,6 +175,33 @@ impl Replies {
             Some(v) => Ok(Some(redis::from_redis_value(v)?)),
         }
     }
+}
+
+/// Counts the dispatchers and workers alive (see [`registry::list`]: SMEMBERS, then
+/// GET and PTTL per process).
+fn alive(
+    con: &mut Connection,
+    keys: &Keys,
+    slow: &mut Slow,
+    sent: &mut usize,
+) -> redis::RedisResult<()> {
+    let listed = registry::list(&mut Store { con, keys })?;
+    *sent += 1 + 2 * listed.len();
+    for l in &listed {
+        let d = &l.description;
+        match d.kind.as_str() {
+            registry::DISPATCHER => slow.dispatchers += 1,
+            registry::WORKER => {
+                slow.workers += 1;
+                for q in &d.queues {
+                    *slow.workers_per_queue.entry(q.clone()).or_insert(0) += 1;
+                    slow.listened.insert(q.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Reads one snapshot at `now`; the [`Slow`] figures too unless `slow` carries them
@@ -216,7 +255,7 @@ pub fn read(
             let failures_total = r.next()?;
             let channels: Vec<String> = r.optional()?.unwrap_or_default();
             let wake = format!("{}-wake-", keys.prefix);
-            Slow {
+            let mut slow = Slow {
                 schedules,
                 failures_total,
                 listened: channels
@@ -225,7 +264,10 @@ pub fn read(
                     .filter(|q| !matches!(*q, "timeline" | "control"))
                     .map(str::to_string)
                     .collect(),
-            }
+                ..Slow::default()
+            };
+            alive(con, keys, &mut slow, &mut sent)?;
+            slow
         }
     };
     let mut heads = Vec::with_capacity(named.len());
@@ -281,6 +323,7 @@ pub fn read(
                 length: *length,
                 oldest_age,
                 running: 0,
+                workers: slow.workers_per_queue.get(name).copied().unwrap_or(0),
             },
         );
     }

@@ -46,7 +46,7 @@ fn once_prints_one_frame_of_the_prefix() {
     // listed (coming up, failed), read in a second pass. Queues named nowhere and
     // worked by no worker are not found (no SCAN).
     assert_eq!(row("Q")[1], "2", "{out}");
-    assert_eq!(row("Z")[1..], ["0", "-", "0"], "{out}");
+    assert_eq!(row("Z")[1..], ["0", "-", "0", "0"], "{out}");
     assert_eq!(row("F")[1], "0", "{out}");
     assert_eq!(row("later:A")[2..], ["2100-01-01", "00:00:00"], "{out}");
     assert_eq!(row("broke:F")[1], "DIE", "{out}");
@@ -135,8 +135,19 @@ fn frame_of_a_known_prefix_at_80x24() {
         timeouts: [("B".to_string(), 90)].into(),
         default_timeout: 3600,
     };
+    // A worker of queue B registers (and finds nothing to claim: busy:B is leased).
+    let _worker = Bg(Some(rb().args(["work", "B", "--", "true"]).spawn()));
+    let registered = wait_until(10.0, || {
+        rb().args(["ps", "--format", "csv"])
+            .ok()
+            .contains(",worker,")
+    });
+    assert!(registered, "the worker did not register");
     let (snap, commands) = snapshot::read(&mut con, &Keys::new("t"), &plan, T0, None).unwrap();
-    assert_eq!(commands, 17, "7 each time, 3 slow, 2 per queue, one HMGET");
+    assert_eq!(
+        commands, 20,
+        "7 each time; HLEN twice, PUBSUB, SMEMBERS, GET and PTTL per process; 2 per queue; HMGET"
+    );
     let carried = snap.slow.clone();
     let (again, commands) =
         snapshot::read(&mut con, &Keys::new("t"), &plan, T0, Some(&carried)).unwrap();
@@ -151,12 +162,12 @@ fn frame_of_a_known_prefix_at_80x24() {
     let text = render::plain(term.backend().buffer());
     let expected = "\
 redbike top  prefix t  standalone redis  00:00:00 UTC
-schedules 4  timeline 2 (0 due)  running 1  failed 1
+schedules 4  timeline 2 (0 due)  running 1  failed 1  dispatchers 0  workers 1
  queues (3) ────────────────────────────────────────────────────────────────────
-QUEUE                                                 WAITING  OLDEST   RUNNING
-A                                                     1        1m15s    0
-B                                                     0        -        1
-C                                                     0        -        0
+QUEUE                                        WAITING  OLDEST   RUNNING  WORKERS
+A                                            1        1m15s    0        0
+B                                            0        -        1        1
+C                                            0        -        0        0
  running (1) ───────────────────────────────────────────────────────────────────
 JOB                                                            ELAPSED  TIMEOUT
 busy:B                                                         5s       1m30s
@@ -291,8 +302,10 @@ fn live_view_shows_the_jobs_of_a_dispatcher_and_a_worker_and_q_restores_the_term
         let row = screen.lines().find(|l| l.starts_with("A "));
         row.map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
     };
-    let seen = wait_until(10.0, || row_a(&t.screen()).as_deref() == Some("A 0 - 1"));
+    let seen = wait_until(10.0, || row_a(&t.screen()).as_deref() == Some("A 0 - 1 1"));
     assert!(seen, "{}", t.screen());
+    // Who is alive, from the registry.
+    t.wait_for("dispatchers 1  workers 1", 10.0);
     // Enter on the first row (the running job) shows what `tell` says.
     t.keys(&["Home", "Enter"]);
     t.wait_for("\"working\": true", 10.0);
