@@ -365,9 +365,12 @@ A full-screen view of the prefix, read about once a second: a header (prefix, ho
 server was found and which it is, the clock in UTC, HALT, the dispatchers and workers \
 alive, and \"disconnected since\" while Redis cannot be reached: it keeps running and \
 reconnects), the queues (jobs waiting, how long the oldest has waited, running, \
-workers alive), the running jobs (elapsed against \
+workers alive, and from the run history the runs, failures and lateness p50/p99 of \
+the last minute), the running jobs (elapsed against \
 the timeout this machine's config gives their queue), the next jobs due with \
-countdowns, and the jobs' last failures (PREFIX-failures).
+countdowns, and the recent failures with the last line of their output (the run \
+history's PREFIX-recent-failures; each job's last failure from PREFIX-failures when \
+there is no history).
 
 Keys: q or Ctrl-C quits; Up/Down (j/k), PgUp/PgDn, Home/End (g/G) move; / filters \
 jobs by id (Enter keeps the filter, Esc clears it); Enter shows the selected job's \
@@ -379,9 +382,10 @@ Queues shown: those of --queues and of `queues` in the config, the queues worker
 listen on (PUBSUB CHANNELS of their wake-up channels) and the queues of the jobs \
 listed (running, coming up, failed). No SCAN: every refresh is two pipelined round \
 trips of bounded commands (GET, ZCARD, ZCOUNT, ZRANGE of the first 50 timeline \
-entries and 100 running jobs, one HSCAN page of up to 200 failures, LLEN and LINDEX \
-per queue, one HMGET of statuses; every fifth refresh also HLEN twice, PUBSUB \
-CHANNELS and the registry as ps reads it): 8 commands plus 2 per queue, about 15 a \
+entries and 100 running jobs, LRANGE of the last 20 recent failures, LLEN and LINDEX \
+per queue, one HMGET of statuses; every fifth refresh also HLEN twice, one HSCAN page \
+of up to 200 failures, LRANGE of the last 1000 recent runs, PUBSUB CHANNELS and the \
+registry as ps reads it): 8 commands plus 2 per queue, about 15 a \
 second with three queues, so ten \
 operators watching do not disturb a prefix. A prefix with more than 200 failed jobs \
 shows a sample of them.

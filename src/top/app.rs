@@ -354,6 +354,7 @@ mod tests {
                 jobid: "f:B".into(),
                 event: "DIE".into(),
                 at: 50,
+                detail: String::new(),
             }],
             ..Snapshot::default()
         });

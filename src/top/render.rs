@@ -29,6 +29,15 @@ pub fn span(secs: i64) -> String {
     format!("{sign}{text}")
 }
 
+/// Seconds with a fraction, short: `0.12s`, `3.4s`, `42s`, then as [`span`].
+fn seconds(secs: f64) -> String {
+    match secs {
+        s if s < 1.0 => format!("{s:.2}s"),
+        s if s < 10.0 => format!("{s:.1}s"),
+        s => span(s.round() as i64),
+    }
+}
+
 /// `HH:MM:SS` UTC of a unix instant.
 fn clock(ts: i64) -> String {
     let iso = timestamp::iso_utc(ts);
@@ -83,13 +92,25 @@ fn sections(app: &App) -> Vec<Pane> {
     let now = s.time;
     let queues = Pane {
         title: format!("queues ({})", s.queues.len()),
-        header: vec!["QUEUE", "WAITING", "OLDEST", "RUNNING", "WORKERS"],
+        header: vec![
+            "QUEUE",
+            "WAITING",
+            "OLDEST",
+            "RUN",
+            "WRK",
+            "RUNS/M",
+            "FAIL/M",
+            "LATE p50/p99",
+        ],
         widths: vec![
             Constraint::Fill(1),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
+            Constraint::Length(7),
+            Constraint::Length(6),
+            Constraint::Length(4),
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(6),
+            Constraint::Length(12),
         ],
         rows: s
             .queues
@@ -109,6 +130,12 @@ fn sections(app: &App) -> Vec<Pane> {
                         oldest,
                         q.running.to_string(),
                         q.workers.to_string(),
+                        q.runs.runs.to_string(),
+                        q.runs.failures.to_string(),
+                        match (q.runs.late_p50, q.runs.late_p99) {
+                            (Some(p50), Some(p99)) => format!("{}/{}", seconds(p50), seconds(p99)),
+                            _ => "-".into(),
+                        },
                     ],
                 )
             })
@@ -166,11 +193,12 @@ fn sections(app: &App) -> Vec<Pane> {
     };
     let failures = Pane {
         title: format!("recent failures ({} job(s) failed last)", s.failures_total),
-        header: vec!["JOB", "EVENT", "AGO"],
+        header: vec!["JOB", "OUTCOME", "AGO", "LAST OUTPUT"],
         widths: vec![
             Constraint::Fill(1),
+            Constraint::Length(9),
             Constraint::Length(6),
-            Constraint::Length(8),
+            Constraint::Fill(1),
         ],
         rows: s
             .failures
@@ -181,7 +209,12 @@ fn sections(app: &App) -> Vec<Pane> {
                 (
                     Some(Section::Failures),
                     i,
-                    vec![f.jobid.clone(), f.event.clone(), span((now - f.at).max(0))],
+                    vec![
+                        f.jobid.clone(),
+                        f.event.clone(),
+                        span((now - f.at).max(0)),
+                        f.detail.clone(),
+                    ],
                 )
             })
             .collect(),
@@ -430,6 +463,9 @@ mod tests {
         assert_eq!(span(3 * 86_400 + 4 * 3600 + 5), "3d04h");
         assert_eq!(span(-65), "-1m05s");
         assert_eq!(span(26_701 * 86_400 + 7200), "26701d");
+        assert_eq!(seconds(0.123), "0.12s");
+        assert_eq!(seconds(3.45), "3.5s");
+        assert_eq!(seconds(75.2), "1m15s");
     }
 
     #[test]

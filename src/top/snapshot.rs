@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use redis::Connection;
 
 use crate::{
+    history,
     redis::{
         keys::{glob_escape, queue_of, Keys},
         registry,
@@ -31,6 +32,8 @@ pub struct Limits {
     pub running: usize,
     /// Fields asked for in the one HSCAN page of `P-failures`.
     pub failures: usize,
+    /// Entries of the run history's recent failures.
+    pub recent_failures: usize,
 }
 
 /// The limits of the live view.
@@ -38,6 +41,7 @@ pub const LIMITS: Limits = Limits {
     upcoming: 50,
     running: 100,
     failures: 200,
+    recent_failures: 20,
 };
 
 /// One prefix at one instant.
@@ -108,6 +112,8 @@ pub struct QueueRow {
     pub running: u64,
     /// Workers alive that work it.
     pub workers: u64,
+    /// Its runs of the last minute, from the run history.
+    pub runs: QueueRuns,
 }
 
 /// A job's last failure.
@@ -119,6 +125,9 @@ pub struct Failure {
     pub event: String,
     /// When, unix seconds.
     pub at: i64,
+    /// The last line of its output or its reason, from the run history (empty
+    /// without it).
+    pub detail: String,
 }
 
 /// What the reader needs besides the connection.
@@ -145,12 +154,30 @@ pub struct Slow {
     pub failures_total: u64,
     /// Queues workers listen on (from their wake-up channels).
     pub listened: BTreeSet<String>,
+    /// Last failures from `P-failures` (one HSCAN page), newest first: shown when the
+    /// run history has none (history off, or only the Python original runs).
+    pub last_failures: Vec<Failure>,
+    /// Per queue, its runs of the last minute from the run history (`P-recent-runs`).
+    pub runs: BTreeMap<String, QueueRuns>,
     /// Dispatchers alive (registered and heart-beating; Python ones never register).
     pub dispatchers: u64,
     /// Workers alive.
     pub workers: u64,
     /// Workers alive per queue they work.
     pub workers_per_queue: BTreeMap<String, u64>,
+}
+
+/// A queue's runs over the last minute, from the run history.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QueueRuns {
+    /// Runs that ended in the last minute.
+    pub runs: u64,
+    /// Failures among the entries of the last minute.
+    pub failures: u64,
+    /// Median lateness of the runs that started in the last minute, seconds.
+    pub late_p50: Option<f64>,
+    /// 99th percentile of it.
+    pub late_p99: Option<f64>,
 }
 
 /// One refresh in this many reads the [`Slow`] figures.
@@ -175,6 +202,60 @@ impl Replies {
             Some(v) => Ok(Some(redis::from_redis_value(v)?)),
         }
     }
+}
+
+/// The last failures of `P-failures` (`JOBID`, `EVENT:TS` pairs), newest first.
+fn last_failures(flat: &[String]) -> Vec<Failure> {
+    let mut failures: Vec<Failure> = flat
+        .chunks_exact(2)
+        .filter_map(|c| {
+            let s = Status::parse(&c[1])?;
+            Some(Failure {
+                jobid: c[0].clone(),
+                event: s.event,
+                at: s.at,
+                detail: String::new(),
+            })
+        })
+        .collect();
+    failures.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| a.jobid.cmp(&b.jobid)));
+    failures
+}
+
+/// A failure as the run history recorded it: its outcome, and the last line of its
+/// output (else its reason).
+fn failure_of(e: &history::Entry) -> Failure {
+    let last = e.tail.lines().rev().find(|l| !l.trim().is_empty());
+    Failure {
+        jobid: e.job.clone(),
+        event: e.outcome.name().to_string(),
+        at: e.end as i64,
+        detail: last.unwrap_or(&e.detail).trim().to_string(),
+    }
+}
+
+/// Per queue, the runs of the last minute among the recent entries: the history
+/// module's own figures (lateness, failures) over each queue's entries.
+fn queue_runs(entries: &[history::Entry], now: i64) -> BTreeMap<String, QueueRuns> {
+    let now = now as f64;
+    let mut by_queue: BTreeMap<String, Vec<history::Entry>> = BTreeMap::new();
+    for e in entries.iter().filter(|e| e.end >= now - history::WINDOW) {
+        by_queue.entry(e.queue.clone()).or_default().push(e.clone());
+    }
+    by_queue
+        .into_iter()
+        .map(|(q, list)| {
+            let recent = history::recent_figures(&[], &list, now);
+            let runs = QueueRuns {
+                // Runs a worker made (a dispatcher's entries have no start).
+                runs: list.iter().filter(|e| e.start.is_some()).count() as u64,
+                failures: recent.recent_failures,
+                late_p50: recent.lateness_p50_seconds,
+                late_p99: recent.lateness_p99_seconds,
+            };
+            (q, runs)
+        })
+        .collect()
 }
 
 /// Counts the dispatchers and workers alive (see [`registry::list`]: SMEMBERS, then
@@ -221,14 +302,20 @@ pub fn read(
         .zrange_withscores(&keys.timeline, 0, LIMITS.upcoming as isize - 1)
         .zcard(&keys.leases)
         .zrange(&keys.leases, 0, LIMITS.running as isize - 1)
-        .cmd("HSCAN")
-        .arg(&keys.failures)
-        .arg(0)
-        .arg("COUNT")
-        .arg(LIMITS.failures);
+        .lrange(
+            &keys.recent_failures,
+            0,
+            LIMITS.recent_failures as isize - 1,
+        );
     if slow.is_none() {
         pipe.hlen(&keys.schedules)
             .hlen(&keys.failures)
+            .cmd("HSCAN")
+            .arg(&keys.failures)
+            .arg(0)
+            .arg("COUNT")
+            .arg(LIMITS.failures)
+            .lrange(&keys.recent_runs, 0, history::RECENT_RUNS as isize - 1)
             .cmd("PUBSUB")
             .arg("CHANNELS")
             .arg(format!("{}-wake-*", glob_escape(&keys.prefix)));
@@ -247,12 +334,14 @@ pub fn read(
     let upcoming: Scored = r.next()?;
     let running_total: u64 = r.next()?;
     let running_ids: Vec<String> = r.next()?;
-    let (_, flat): (String, Vec<String>) = r.next()?;
+    let recent_failures: Vec<Vec<u8>> = r.next()?;
     let slow = match slow {
         Some(slow) => slow.clone(),
         None => {
             let schedules = r.next()?;
             let failures_total = r.next()?;
+            let (_, flat): (String, Vec<String>) = r.next()?;
+            let recent_runs: Vec<Vec<u8>> = r.next()?;
             let channels: Vec<String> = r.optional()?.unwrap_or_default();
             let wake = format!("{}-wake-", keys.prefix);
             let mut slow = Slow {
@@ -264,6 +353,8 @@ pub fn read(
                     .filter(|q| !matches!(*q, "timeline" | "control"))
                     .map(str::to_string)
                     .collect(),
+                last_failures: last_failures(&flat),
+                runs: queue_runs(&history::parse_entries(recent_runs, &keys.recent_runs), now),
                 ..Slow::default()
             };
             alive(con, keys, &mut slow, &mut sent)?;
@@ -324,6 +415,7 @@ pub fn read(
                 oldest_age,
                 running: 0,
                 workers: slow.workers_per_queue.get(name).copied().unwrap_or(0),
+                runs: slow.runs.get(name).cloned().unwrap_or_default(),
             },
         );
     }
@@ -334,18 +426,14 @@ pub fn read(
             due: score as i64,
         })
         .collect();
-    let mut failures: Vec<Failure> = flat
-        .chunks_exact(2)
-        .filter_map(|c| {
-            let s = Status::parse(&c[1])?;
-            Some(Failure {
-                jobid: c[0].clone(),
-                event: s.event,
-                at: s.at,
-            })
-        })
-        .collect();
-    failures.sort_by(|a, b| b.at.cmp(&a.at).then_with(|| a.jobid.cmp(&b.jobid)));
+    let failures: Vec<Failure> = {
+        let entries = history::parse_entries(recent_failures, &keys.recent_failures);
+        if entries.is_empty() {
+            slow.last_failures.clone()
+        } else {
+            entries.iter().map(failure_of).collect()
+        }
+    };
     // Queues met in the lists read but not named: the caller adds them to its plan,
     // so they get a row (with figures) from the next read on.
     // So are the queues that workers listen on (their wake-up channels).

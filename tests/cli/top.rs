@@ -46,7 +46,7 @@ fn once_prints_one_frame_of_the_prefix() {
     // listed (coming up, failed), read in a second pass. Queues named nowhere and
     // worked by no worker are not found (no SCAN).
     assert_eq!(row("Q")[1], "2", "{out}");
-    assert_eq!(row("Z")[1..], ["0", "-", "0", "0"], "{out}");
+    assert_eq!(row("Z")[1..], ["0", "-", "0", "0", "0", "0", "-"], "{out}");
     assert_eq!(row("F")[1], "0", "{out}");
     assert_eq!(row("later:A")[2..], ["2100-01-01", "00:00:00"], "{out}");
     assert_eq!(row("broke:F")[1], "DIE", "{out}");
@@ -145,8 +145,9 @@ fn frame_of_a_known_prefix_at_80x24() {
     assert!(registered, "the worker did not register");
     let (snap, commands) = snapshot::read(&mut con, &Keys::new("t"), &plan, T0, None).unwrap();
     assert_eq!(
-        commands, 20,
-        "7 each time; HLEN twice, PUBSUB, SMEMBERS, GET and PTTL per process; 2 per queue; HMGET"
+        commands, 22,
+        "7 each time; HLEN twice, HSCAN, LRANGE, PUBSUB, SMEMBERS, GET and PTTL per process; \
+         2 per queue; HMGET"
     );
     let carried = snap.slow.clone();
     let (again, commands) =
@@ -164,10 +165,10 @@ fn frame_of_a_known_prefix_at_80x24() {
 redbike top  prefix t  standalone redis  00:00:00 UTC
 schedules 4  timeline 2 (0 due)  running 1  failed 1  dispatchers 0  workers 1
  queues (3) ────────────────────────────────────────────────────────────────────
-QUEUE                                        WAITING  OLDEST   RUNNING  WORKERS
-A                                            1        1m15s    0        0
-B                                            0        -        1        1
-C                                            0        -        0        0
+QUEUE                        WAITING OLDEST RUN  WRK  RUNS/M FAIL/M LATE p50/p99
+A                            1       1m15s  0    0    0      0      -
+B                            0       -      1    1    0      0      -
+C                            0       -      0    0    0      0      -
  running (1) ───────────────────────────────────────────────────────────────────
 JOB                                                            ELAPSED  TIMEOUT
 busy:B                                                         5s       1m30s
@@ -176,8 +177,8 @@ JOB                                                 DUE IN   AT (UTC)
 hourly:B                                            30s      2100-01-01 00:00:30
 nightly:A                                           2h00m    2100-01-01 02:00:00
  recent failures (1 job(s) failed last) ────────────────────────────────────────
-JOB                                                              EVENT  AGO
-broke:C                                                          TMO    1h00m
+JOB                             OUTCOME   AGO    LAST OUTPUT
+broke:C                         TMO       1h00m
 
 
 
@@ -302,10 +303,36 @@ fn live_view_shows_the_jobs_of_a_dispatcher_and_a_worker_and_q_restores_the_term
         let row = screen.lines().find(|l| l.starts_with("A "));
         row.map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
     };
-    let seen = wait_until(10.0, || row_a(&t.screen()).as_deref() == Some("A 0 - 1 1"));
+    let seen = wait_until(10.0, || {
+        row_a(&t.screen()).as_deref() == Some("A 0 - 1 1 0 0 -")
+    });
     assert!(seen, "{}", t.screen());
     // Who is alive, from the registry.
     t.wait_for("dispatchers 1  workers 1", 10.0);
+    // A failed run, from the run history: its queue's runs and failures of the last
+    // minute, and the last line of its output.
+    let _failing = Bg(Some(
+        rb().args([
+            "work",
+            "F",
+            "--",
+            "sh",
+            "-c",
+            "echo first; echo boom-output; exit 3",
+        ])
+        .spawn(),
+    ));
+    rb().args(["set", "fail:F", "NOW"]).ok();
+    let screen = t.wait_for_all(&["dispatchers 1  workers 2", "boom-output"], 20.0);
+    assert!(screen.contains("fail:F"), "{screen}");
+    let row_f = |screen: &str| {
+        let row = screen.lines().find(|l| l.starts_with("F "));
+        row.map(|l| l.split_whitespace().take(7).collect::<Vec<_>>().join(" "))
+    };
+    let seen = wait_until(10.0, || {
+        row_f(&t.screen()).as_deref() == Some("F 0 - 0 1 1 1")
+    });
+    assert!(seen, "{}", t.screen());
     // Enter on the first row (the running job) shows what `tell` says.
     t.keys(&["Home", "Enter"]);
     t.wait_for("\"working\": true", 10.0);
