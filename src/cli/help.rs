@@ -374,8 +374,7 @@ there is no history).
 
 Keys: q or Ctrl-C quits; Up/Down (j/k), PgUp/PgDn, Home/End (g/G) move; / filters \
 jobs by id (Enter keeps the filter, Esc clears it); Enter shows the selected job's \
-detail (what tell says); r runs the selected job now and p pauses or resumes it, each \
-after a y to confirm; ? shows the keys. The terminal is restored on every exit: q, \
+detail (what tell says); ? shows the keys. The terminal is restored on every exit: q, \
 Ctrl-C, SIGTERM, SIGHUP, a panic.
 
 Queues shown: those of --queues and of `queues` in the config, the queues workers \

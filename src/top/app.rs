@@ -9,28 +9,6 @@ use super::snapshot::Snapshot;
 /// How many rows PageUp and PageDown move.
 const PAGE: usize = 10;
 
-/// An operator's action on one job, asked for with a key and confirmed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Run the job once now, keeping its schedule (`redbike run`).
-    RunNow(String),
-    /// Pause the job (`redbike pause`).
-    Pause(String),
-    /// Resume the paused job (`redbike resume`).
-    Resume(String),
-}
-
-impl Action {
-    /// The question the confirmation asks.
-    pub fn question(&self) -> String {
-        match self {
-            Action::RunNow(id) => format!("run {id} now (its schedule stays)?"),
-            Action::Pause(id) => format!("pause {id}?"),
-            Action::Resume(id) => format!("resume {id}?"),
-        }
-    }
-}
-
 /// What a key press asks of the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -40,8 +18,6 @@ pub enum Effect {
     Quit,
     /// Read what `tell` says about a job, for the detail view.
     Detail(String),
-    /// Carry out a confirmed action.
-    Act(Action),
 }
 
 /// What takes the keys.
@@ -62,8 +38,6 @@ pub enum Mode {
         /// Lines scrolled past.
         scroll: usize,
     },
-    /// Waiting for y or n.
-    Confirm(Action),
 }
 
 /// Which list a job row belongs to.
@@ -114,8 +88,6 @@ pub struct App {
     pub filter: String,
     /// What takes the keys.
     pub mode: Mode,
-    /// The outcome of the last action, shown in the footer until the next key.
-    pub message: Option<String>,
     /// Whether this is the live view (with a footer of keys) or one printed frame.
     pub interactive: bool,
 }
@@ -130,7 +102,6 @@ impl App {
             selected: 0,
             filter: String::new(),
             mode: Mode::Normal,
-            message: None,
             interactive,
         }
     }
@@ -191,11 +162,6 @@ impl App {
         self.selected = self.selected.min(rows.len().saturating_sub(1));
     }
 
-    /// Whether a job is paused, as the last snapshot says.
-    pub fn is_paused(&self, _jobid: &str) -> bool {
-        false
-    }
-
     /// Handles one key press.
     pub fn key(&mut self, key: KeyEvent) -> Effect {
         if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
@@ -251,21 +217,10 @@ impl App {
                 };
                 Effect::None
             }
-            Mode::Confirm(action) => {
-                self.mode = Mode::Normal;
-                match key.code {
-                    KeyCode::Char('y' | 'Y') => Effect::Act(action),
-                    _ => {
-                        self.message = Some("cancelled".into());
-                        Effect::None
-                    }
-                }
-            }
         }
     }
 
     fn normal_key(&mut self, key: KeyEvent) -> Effect {
-        self.message = None;
         let last = self.rows().len().saturating_sub(1);
         let selected = self.selected.min(last);
         match key.code {
@@ -287,21 +242,6 @@ impl App {
                         scroll: 0,
                     };
                     return Effect::Detail(row.jobid);
-                }
-            }
-            KeyCode::Char('r') => {
-                if let Some(row) = self.selection() {
-                    self.mode = Mode::Confirm(Action::RunNow(row.jobid));
-                }
-            }
-            KeyCode::Char('p') => {
-                if let Some(row) = self.selection() {
-                    let action = if self.is_paused(&row.jobid) {
-                        Action::Resume(row.jobid)
-                    } else {
-                        Action::Pause(row.jobid)
-                    };
-                    self.mode = Mode::Confirm(action);
                 }
             }
             _ => {}
@@ -389,22 +329,6 @@ mod tests {
         assert_eq!(ids, ["u1:B", "f:B"]);
         press(&mut app, KeyCode::Esc);
         assert_eq!(app.rows().len(), 4);
-    }
-
-    #[test]
-    fn actions_wait_for_a_yes() {
-        let mut app = app();
-        press(&mut app, KeyCode::Down);
-        assert_eq!(press(&mut app, KeyCode::Char('r')), Effect::None);
-        assert_eq!(app.mode, Mode::Confirm(Action::RunNow("u1:B".into())));
-        assert_eq!(
-            press(&mut app, KeyCode::Char('y')),
-            Effect::Act(Action::RunNow("u1:B".into()))
-        );
-        press(&mut app, KeyCode::Char('p'));
-        assert_eq!(press(&mut app, KeyCode::Char('n')), Effect::None);
-        assert_eq!(app.mode, Mode::Normal);
-        assert_eq!(app.message.as_deref(), Some("cancelled"));
     }
 
     #[test]

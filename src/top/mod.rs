@@ -41,7 +41,7 @@ use crate::{
     shutdown::Shutdown,
 };
 
-use app::{Action, App, Effect};
+use app::{App, Effect};
 use snapshot::{Plan, Slow, Snapshot, SLOW_EVERY};
 
 /// How often the view reads Redis.
@@ -133,8 +133,6 @@ pub fn frame_text(app: &App, width: u16, height: u16) -> String {
 enum Request {
     /// What `tell` says about a job.
     Detail(String),
-    /// A confirmed action.
-    Act(Action),
 }
 
 /// What the reader tells the terminal thread.
@@ -145,8 +143,6 @@ enum Reply {
     Down(i64, String),
     /// The lines of a job's detail.
     Detail(String, Vec<String>),
-    /// The outcome of an action, for the footer.
-    Done(String),
     /// An error that retrying cannot fix, met before anything was read: exit with it.
     Fatal(Error),
 }
@@ -236,7 +232,6 @@ impl Screen {
                         app.connection.down_reason = Some(why);
                     }
                     Reply::Detail(id, lines) => app.detail(&id, lines),
-                    Reply::Done(message) => app.message = Some(message),
                     Reply::Fatal(e) => return Err(e),
                 }
             }
@@ -259,10 +254,6 @@ impl Screen {
                 Effect::Quit => break,
                 Effect::None => continue,
                 Effect::Detail(id) => Request::Detail(id),
-                Effect::Act(action) => {
-                    app.message = Some(format!("{} ...", action.question()));
-                    Request::Act(action)
-                }
             };
             if ask.send(request).is_err() {
                 break; // the reader ended; its reason is in the replies
@@ -404,28 +395,14 @@ impl Reader {
 
     /// Carries out a request from the keys.
     fn serve(&mut self, request: Request) -> Reply {
+        let Request::Detail(id) = request;
         let keys = self.keys.clone();
-        let con = match self.connection() {
-            Ok(con) => con,
-            Err(e) => {
-                let why = e.to_string();
-                return match request {
-                    Request::Detail(id) => Reply::Detail(id, vec![format!("cannot read: {why}")]),
-                    Request::Act(_) => Reply::Done(format!("not done: {why}")),
-                };
-            }
+        let lines = match self.connection() {
+            Ok(con) => detail(&mut Store { con, keys: &keys }, &id),
+            Err(e) => Err(e),
         };
-        let mut store = Store { con, keys: &keys };
-        match request {
-            Request::Detail(id) => {
-                let lines = match detail(&mut store, &id) {
-                    Ok(lines) => lines,
-                    Err(e) => vec![format!("cannot read: {e}")],
-                };
-                Reply::Detail(id, lines)
-            }
-            Request::Act(action) => Reply::Done(act(&mut store, &action)),
-        }
+        let lines = lines.unwrap_or_else(|e| vec![format!("cannot read: {e}")]);
+        Reply::Detail(id, lines)
     }
 }
 
@@ -435,9 +412,4 @@ fn detail(store: &mut Store<'_>, jobid: &str) -> Result<Vec<String>> {
     // A struct of strings, numbers and bools always serializes.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
     Ok(json.lines().map(str::to_string).collect())
-}
-
-/// Carries out an action; the line for the footer.
-fn act(_store: &mut Store<'_>, action: &Action) -> String {
-    format!("{}: not available in this build", action.question())
 }

@@ -343,9 +343,8 @@ fn table(
 }
 
 fn footer_line(app: &App, area: Rect, buf: &mut Buffer) {
-    let line = match (&app.mode, &app.message) {
-        (Mode::Filter, _) => Line::from(format!("/{}_", app.filter)),
-        (_, Some(message)) => Line::from(message.clone()).bold(),
+    let line = match &app.mode {
+        Mode::Filter => Line::from(format!("/{}_", app.filter)),
         _ => {
             let filter = if app.filter.is_empty() {
                 String::new()
@@ -353,7 +352,7 @@ fn footer_line(app: &App, area: Rect, buf: &mut Buffer) {
                 format!("filter {:?} (Esc clears)  ", app.filter)
             };
             Line::from(format!(
-                "{filter}q quit  arrows move  / filter  Enter detail  r run now  p pause/resume  ? help"
+                "{filter}q quit  arrows move  / filter  Enter detail  ? help"
             ))
             .dim()
         }
@@ -381,8 +380,6 @@ pub const HELP: &[&str] = &[
     "Home/End, g/G    first or last row",
     "/                filter jobs by id (Enter keeps it, Esc clears)",
     "Enter            the selected job's detail (what `tell` says)",
-    "r                run the selected job now (asks first)",
-    "p                pause or resume the selected job (asks first)",
     "?                this help; any key closes it",
 ];
 
@@ -418,18 +415,6 @@ fn overlay(app: &App, area: Rect, buf: &mut Buffer) {
                         .title_bottom(" Esc closes, arrows scroll "),
                 )
                 .render(rect, buf);
-        }
-        Mode::Confirm(action) => {
-            let question = action.question();
-            let rect = centred(area, question.len() as u16 + 6, 5);
-            Clear.render(rect, buf);
-            Paragraph::new(vec![
-                Line::from(question),
-                Line::from(""),
-                Line::from("y yes, n no"),
-            ])
-            .block(Block::bordered().title(" confirm "))
-            .render(rect, buf);
         }
         Mode::Normal | Mode::Filter => {}
     }

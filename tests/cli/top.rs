@@ -185,7 +185,7 @@ broke:C                         TMO       1h00m
 
 
 
-q quit  arrows move  / filter  Enter detail  r run now  p pause/resume  ? help
+q quit  arrows move  / filter  Enter detail  ? help
 ";
     assert_eq!(text, expected, "got:\n{text}");
 }
