@@ -239,9 +239,12 @@ impl Screen {
             self.terminal
                 .draw(|f| render::draw(&app, f.area(), f.buffer_mut()))
                 .map_err(tty)?;
-            // A short poll keeps the clock ticking and a stop signal heard at once; a
-            // resize is an event too, and the next draw takes the new size.
-            if !event::poll(Duration::from_millis(200)).map_err(tty)? {
+            // A short wait keeps the clock ticking and a stop signal heard at once; a
+            // resize shows at the next draw, which takes the new size.
+            if terminal_hung_up(Duration::from_millis(200)) {
+                break;
+            }
+            if !event::poll(Duration::ZERO).map_err(tty)? {
                 continue;
             }
             let Event::Key(key) = event::read().map_err(tty)? else {
@@ -261,6 +264,23 @@ impl Screen {
         }
         Ok(())
     }
+}
+
+/// Waits up to `timeout` for input; whether the terminal hung up (an SSH session
+/// dropped, a tmux pane killed). Its input then reads end-of-file at once, for ever,
+/// and a timed crossterm poll spins on it without returning, so a stop signal would
+/// never be looked at: the waiting is done here, and crossterm only reads what is
+/// there.
+fn terminal_hung_up(timeout: Duration) -> bool {
+    let mut input = libc::pollfd {
+        fd: libc::STDIN_FILENO,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(&mut input, 1, millis) };
+    ready > 0 && input.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 impl Drop for Screen {

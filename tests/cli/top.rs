@@ -235,6 +235,18 @@ impl Tmux {
         assert!(c.status().unwrap().success(), "tmux send-keys {keys:?}");
     }
 
+    /// The pid of `redbike top`: the one child of the pane's shell.
+    fn top_pid(&self) -> i32 {
+        let pane = self
+            .tmux(&["display", "-p", "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+        let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children"))
+            .unwrap_or_default();
+        children.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
     /// Waits (at most `secs`) until the screen shows `part`; the screen.
     fn wait_for(&self, part: &str, secs: f64) -> String {
         self.wait_for_all(&[part], secs)
@@ -410,17 +422,36 @@ fn live_view_restores_the_terminal_on_sigterm() {
         return;
     };
     t.wait_for("nothing runs", 10.0);
-    let pane = t.tmux(&["display", "-p", "#{pane_pid}"]).output().unwrap();
-    let shell = String::from_utf8_lossy(&pane.stdout).trim().to_string();
-    // The pane's shell runs `redbike top` as its one child.
-    let children =
-        std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
-    let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    unsafe { libc::kill(t.top_pid(), libc::SIGTERM) };
     let screen = t.wait_for("icanon", 10.0);
     assert!(
         screen.contains("EXIT=0") && screen.contains("\nicanon"),
         "{screen}"
     );
     assert!(!screen.contains("nothing runs"), "{screen}");
+}
+
+#[test]
+fn live_view_ends_when_its_terminal_goes_away() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let Some(t) = Tmux::start(80, 24, &top_script(&s, d.path())) else {
+        return;
+    };
+    t.wait_for("nothing runs", 10.0);
+    let pid = t.top_pid();
+    // Killing the tmux server hangs up the pane's terminal, as a dropped SSH session
+    // does: `top` must end, not spin on a terminal that reads end-of-file for ever.
+    drop(t);
+    let ended = wait_until(10.0, || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map_or(true, |stat| stat.split_whitespace().nth(2) == Some("Z"))
+    });
+    if !ended {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(
+        ended,
+        "redbike top (pid {pid}) still runs after its terminal hung up"
+    );
 }
