@@ -26,6 +26,10 @@ pub const FNC: &str = "FNC";
 /// the job at its next one, or stopped a one-off (new in this implementation).
 pub const SKP: &str = "SKP";
 
+/// Paused by `redbike pause`: off the timeline and out of its queue until `resume`
+/// (new in this implementation).
+pub const PAU: &str = "PAU";
+
 /// A parsed status value. Unknown events are kept as they are (readers must not choke).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {

@@ -10,12 +10,13 @@ PREFIX-timeline (sorted set by next run), PREFIX-work-Q (list per queue Q) with 
 PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-control, \
 PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens), \
 PREFIX-procs (set of registered process ids) with PREFIX-proc-ID (a process's JSON \
-description, expiring), and the run history: PREFIX-history-JOBID, PREFIX-recent-runs, \
+description, expiring), PREFIX-paused and PREFIX-paused-queues (pauses), \
+PREFIX-rerun (runs asked), and the run history: PREFIX-history-JOBID, PREFIX-recent-runs, \
 PREFIX-recent-failures (lists), PREFIX-runs-per-minute, PREFIX-due (hashes). Status \
 events: TML timeline, ENQ queued, WRK running, STP stopped, DIE failed, TMO timed out, \
 INT stopped because its worker stopped, FNC stopped because its worker could not \
 confirm it to Redis (fencing), REC recovered after its worker vanished, SKP a late run \
-skipped (catch-up), BAD unparsable schedule.";
+skipped (catch-up), PAU paused, BAD unparsable schedule.";
 
 /// Files, environment and exit codes, after the options of `redbike --help`.
 pub const MAIN_AFTER: &str = "\
@@ -418,6 +419,47 @@ Install: redbike completions bash > /etc/bash_completion.d/redbike (or \
 ~/.local/share/bash-completion/completions/redbike); redbike completions zsh > \
 \"${fpath[1]}/_redbike\"; redbike completions fish > \
 ~/.config/fish/completions/redbike.fish.";
+
+/// `redbike run`: what each state of the job leads to.
+pub const RUN: &str = "\
+The job runs once as soon as a worker is free; its schedule is unchanged. On the \
+timeline (or stopped, or held after a failure): it moves into its queue now (status \
+ENQ, the original's queue rules), and the worker that runs it puts it back per its \
+schedule afterwards; a one-off waiting on the timeline keeps its occurrence (its \
+schedule becomes AT:TS until then). Already queued: nothing changes, and the command \
+says so. Running: it runs once more right after this run ends (a marker in \
+PREFIX-rerun; honoured only by a redbike worker, for a run that started before it: a \
+Python worker's run ignores it, and a later run clears it). Paused: it runs once and \
+stays paused. While the prefix is halted (control HALT) nothing runs: the command \
+warns. A Python worker runs a queued job as any other and places it per its schedule \
+afterwards, as ours does.
+
+Exit codes: 0 done (or nothing to do); 2 bad job id or unknown job (nothing written). \
+See docs/control.md.";
+
+/// `redbike pause`: jobs and queues.
+pub const PAUSE: &str = "\
+A paused job keeps its schedule but leaves the timeline and its queue (status PAU; \
+PREFIX-paused holds since and note, shown by tell and check). A running job finishes, \
+then is not placed. set stores a new schedule and the job stays paused; unset forgets \
+the job and its pause. Recovery never puts a paused job back; check reports it as \
+paused, never as out of circulation, and reports (--repair: removes) a paused job \
+found on the timeline or in its queue.
+
+With --queue Q, redbike workers stop claiming from Q (jobs keep arriving in it); stats \
+shows the paused queues. Q need not exist yet; its name must be valid. \
+The Python original knows nothing of pauses: its dispatcher queues a paused job found \
+on the timeline, and its workers claim from a paused queue and run a paused job they \
+find queued. Ours drop a paused job from the timeline and from a queue. See \
+docs/control.md.";
+
+/// `redbike resume`: jobs and queues.
+pub const RESUME: &str = "\
+A job is placed per its schedule from now, as set places it (status TML, ENQ or STP): \
+occurrences missed while it was paused are not run; a one-off whose time passed runs \
+once now. With --queue Q, redbike workers of Q claim from it again and idle ones are \
+woken at once. Resuming what is not paused changes nothing and says so. See \
+docs/control.md.";
 
 #[cfg(test)]
 mod tests {

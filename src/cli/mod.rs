@@ -19,6 +19,7 @@ use crate::{
     error::{Error, ExitCode, Result},
     jitter, jobid, limits,
     operator::check,
+    operator::control,
     operator::csvio::{self, SortedCsv, SPILL_ROWS},
     operator::loader,
     operator::ps,
@@ -155,6 +156,35 @@ pub enum Command {
     Unset {
         /// The job id
         jobid: String,
+    },
+    /// Run a job once as soon as a worker is free, keeping its schedule
+    #[command(after_long_help = help::RUN)]
+    Run {
+        /// The job id
+        jobid: String,
+    },
+    /// Pause a job (keep its schedule, take it out of circulation), or a queue with --queue
+    #[command(after_long_help = help::PAUSE)]
+    Pause {
+        /// The job id
+        #[arg(required_unless_present = "queue", conflicts_with = "queue")]
+        jobid: Option<String>,
+        /// Pause this queue instead: redbike workers stop claiming from it
+        #[arg(long, value_name = "QUEUE")]
+        queue: Option<String>,
+        /// Why, for whoever looks later (tell, check, stats); at most 1024 bytes
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
+    /// Resume a paused job (placed per its schedule from now), or a queue with --queue
+    #[command(after_long_help = help::RESUME)]
+    Resume {
+        /// The job id
+        #[arg(required_unless_present = "queue", conflicts_with = "queue")]
+        jobid: Option<String>,
+        /// Resume this queue instead: its redbike workers claim from it again
+        #[arg(long, value_name = "QUEUE")]
+        queue: Option<String>,
     },
     /// Show what is known about a job, as JSON
     Tell {
@@ -383,6 +413,11 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         } => cmd_set(&config, &jobid, &schedule, after.as_deref()),
         Command::Unset { jobid } => cmd_unset(&config, &jobid),
         Command::Tell { jobid } => cmd_tell(&config, &jobid),
+        Command::Run { jobid } => cmd_run(&config, &jobid),
+        Command::Pause { jobid, queue, note } => {
+            cmd_pause(&config, jobid.as_deref(), queue.as_deref(), note.as_deref())
+        }
+        Command::Resume { jobid, queue } => cmd_resume(&config, jobid.as_deref(), queue.as_deref()),
         Command::HoldsLease { jobid, token } => cmd_holds_lease(&config, &jobid, &token),
         Command::Statuses { before } => cmd_statuses(&config, before.as_deref()),
         Command::Schedules => cmd_schedules(&config),
@@ -492,8 +527,105 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
         (_, Placed::Running) => {
             format!("{id}: running now; it will run again when this run ends")
         }
+        (_, Placed::Paused) => {
+            format!("{id}: schedule stored; the job stays paused (`redbike resume {id}` places it)")
+        }
         _ => format!("{id}: stopped"),
     }
+}
+
+fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
+    jobid::validate(id)?;
+    let report = with_store(config, |store| {
+        control::run_job(store, id, timestamp::now())
+    })?;
+    let stays = if report.paused {
+        "; it stays paused"
+    } else {
+        ""
+    };
+    print_line(&match report.ran {
+        control::Ran::Enqueued => {
+            format!("{id}: enqueued; after the run it goes back per its schedule{stays}")
+        }
+        control::Ran::AlreadyQueued => format!("{id}: already in its queue; nothing changed"),
+        control::Ran::Running => format!(
+            "{id}: running now; it runs once more right after this run{stays} (a Python worker's run ignores this)"
+        ),
+    })?;
+    if report.halted {
+        say!("redbike: the prefix is halted (control HALT): nothing runs until `redbike control RESUME`");
+    }
+    Ok(ExitCode::Success)
+}
+
+/// The longest `--note` accepted, in bytes.
+const MAX_NOTE_BYTES: usize = 1024;
+
+fn cmd_pause(
+    config: &Config,
+    id: Option<&str>,
+    queue: Option<&str>,
+    note: Option<&str>,
+) -> Result<ExitCode> {
+    let note = note.unwrap_or_default();
+    if note.len() > MAX_NOTE_BYTES {
+        return Err(Error::Input(format!(
+            "--note is {} bytes long; the limit is {MAX_NOTE_BYTES}",
+            note.len()
+        )));
+    }
+    let now = timestamp::now();
+    if let Some(q) = queue {
+        control::validate_queue(q)?;
+        let added = with_store(config, |store| control::pause_queue(store, q, note, now))?;
+        print_line(&if added {
+            format!("queue {q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
+        } else {
+            format!("queue {q}: already paused; nothing changed")
+        })?;
+        return Ok(ExitCode::Success);
+    }
+    // clap requires the job id when --queue is absent.
+    let id = id.unwrap_or_default();
+    jobid::validate(id)?;
+    let paused = with_store(config, |store| control::pause_job(store, id, note, now))?;
+    print_line(&match paused {
+        control::Paused::Paused => {
+            format!("{id}: paused; its schedule is kept (`redbike resume {id}` places it)")
+        }
+        control::Paused::Running => {
+            format!("{id}: paused; its current run finishes, then it is not placed")
+        }
+        control::Paused::Already => format!("{id}: already paused; nothing changed"),
+    })?;
+    Ok(ExitCode::Success)
+}
+
+fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<ExitCode> {
+    if let Some(q) = queue {
+        control::validate_queue(q)?;
+        let removed = with_store(config, |store| control::resume_queue(store, q))?;
+        print_line(&if removed {
+            format!("queue {q}: resumed; its workers claim from it again")
+        } else {
+            format!("queue {q}: not paused; nothing changed")
+        })?;
+        return Ok(ExitCode::Success);
+    }
+    // clap requires the job id when --queue is absent.
+    let id = id.unwrap_or_default();
+    jobid::validate(id)?;
+    let resumed = with_store(config, |store| {
+        control::resume_job(store, config, id, timestamp::now())
+    })?;
+    print_line(&match resumed {
+        control::Resumed::NotPaused => format!("{id}: not paused; nothing changed"),
+        control::Resumed::Placed(placement, placed) => {
+            format!("{} (resumed)", describe_placement(id, placement, placed))
+        }
+    })?;
+    Ok(ExitCode::Success)
 }
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
@@ -811,7 +943,7 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     }
     let remaining = summary.problems - summary.repaired.min(summary.problems);
     say!(
-        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}",
+        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}{}",
         summary.problems,
         summary.jobs,
         summary.queues,
@@ -830,6 +962,11 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
                 ", {} job(s) overdue (no dispatcher runs, or HALT is set)",
                 summary.overdue
             )
+        } else {
+            String::new()
+        },
+        if summary.paused > 0 {
+            format!(", {} job(s) paused", summary.paused)
         } else {
             String::new()
         },

@@ -64,6 +64,8 @@ pub struct Pass {
     /// The heartbeat it carried: 1 written, 0 none, -1 refused (see
     /// [`crate::redis::registry`]).
     pub beat: i64,
+    /// Due jobs that are paused (`redbike pause`): taken off the timeline, not queued.
+    pub paused: usize,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches; with
@@ -82,13 +84,24 @@ pub fn pass_with(
 ) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
     loop {
-        type Reply = (usize, usize, usize, i64, Option<f64>, usize, f64, i64);
+        type Reply = (
+            usize,
+            usize,
+            usize,
+            i64,
+            Option<f64>,
+            usize,
+            f64,
+            i64,
+            usize,
+        );
         let mut call = scripts::DISPATCH.prepare_invoke();
         call.key(&store.keys.timeline)
             .key(&store.keys.statuses)
             .key(&store.keys.control)
             .key(&store.keys.leases)
             .key(&store.keys.due)
+            .key(&store.keys.paused)
             .arg(&store.keys.prefix)
             .arg(point)
             .arg(BATCH)
@@ -97,7 +110,7 @@ pub fn pass_with(
         if let Some((keys, args)) = beat.take() {
             call.key(&keys[..]).arg(&args[..]);
         }
-        let (taken, enqueued, deferred, halted, lease, odd, clock, beat_result): Reply =
+        let (taken, enqueued, deferred, halted, lease, odd, clock, beat_result, paused): Reply =
             call.invoke(store.con)?;
         if beat_result != 0 {
             total.beat = beat_result; // only the first batch carries one
@@ -109,6 +122,7 @@ pub fn pass_with(
         total.earliest_recovery = lease;
         total.redis_now = clock;
         total.odd += odd;
+        total.paused += paused;
         if taken < BATCH {
             return Ok(total);
         }
@@ -238,6 +252,12 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
 fn log_pass(p: &Pass, point: i64) {
     if p.enqueued > 0 {
         crate::log_info!("dispatched {} job(s) due by {point}", p.enqueued);
+    }
+    if p.paused > 0 {
+        crate::log_info!(
+            "took {} paused job(s) off the timeline without queueing them (a Python worker put them back after a run)",
+            p.paused
+        );
     }
     if p.deferred > 0 {
         crate::log_debug!(

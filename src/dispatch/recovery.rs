@@ -200,6 +200,7 @@ impl Recovery {
             .key(&store.keys.schedules)
             .key(&store.keys.timeline)
             .key(&store.keys.statuses)
+            .key(&store.keys.paused)
             .arg(&store.keys.prefix)
             .arg(self.cursor)
             .arg(SWEEP_COUNT)

@@ -77,6 +77,8 @@ mod tests {
             queued,
             leased,
             status: Some(status.to_string()),
+            paused: false,
+            rerun: false,
         };
         restore_form(&place).into_owned()
     }

@@ -3,6 +3,9 @@
 //! in exactly one of: the timeline, its queue, or running under a lease — and every
 //! inconsistency between the keys. `--repair` fixes each one with an idempotent Lua step
 //! that re-checks its condition (repair.lua), so it is safe while processes run.
+//! A paused job (`redbike pause`) is out of circulation on purpose: it is reported as
+//! `paused` (informational), and as a problem only where it should not be (on the
+//! timeline, or in its queue without a run asked).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -51,6 +54,8 @@ pub struct Summary {
     /// Jobs overdue: due on the timeline for longer than `overdue-after` (no
     /// dispatcher runs, or HALT is set); reported, not problems of the data.
     pub overdue: usize,
+    /// Jobs paused (`redbike pause`).
+    pub paused: usize,
 }
 
 /// The walk; `emit` receives each finding as it is found.
@@ -119,6 +124,11 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         {
             self.check_schedules()?;
         }
+        let (paused, rerun) = (k.paused.clone(), k.rerun.clone());
+        if self.fits(&schedules, "hash") && self.fits(&paused, "hash") && self.fits(&rerun, "hash")
+        {
+            self.check_control_hashes()?;
+        }
         Ok(self.summary)
     }
 
@@ -151,6 +161,9 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.recent_failures.clone(), "list"),
             (k.runs_per_minute.clone(), "hash"),
             (k.due.clone(), "hash"),
+            (k.paused.clone(), "hash"),
+            (k.paused_queues.clone(), "hash"),
+            (k.rerun.clone(), "hash"),
         ];
         let head = format!("{}-work-", k.prefix);
         let history = k.history("");
@@ -296,6 +309,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .key(k.members(&f.queue))
             .key(k.lease(&f.jobid))
             .key(&k.failures)
+            .key(&k.paused)
+            .key(&k.rerun)
             .arg(f.kind)
             .arg(&f.jobid)
             .arg(schedule.unwrap_or(""))
@@ -433,6 +448,60 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         Ok(())
     }
 
+    /// Pauses of jobs that have no schedule, and runs asked (`redbike run`) that nothing
+    /// will honour (the job neither runs nor waits in its queue).
+    fn check_control_hashes(&mut self) -> RedisResult<()> {
+        for (key, kind) in [
+            (self.store.keys.paused.clone(), "paused-without-schedule"),
+            (self.store.keys.rerun.clone(), "stale-rerun"),
+        ] {
+            let mut walk = Scan::new("HSCAN", Some(&key), &[]);
+            while let Some(page) = walk.next_page::<String>(self.store.con)? {
+                for id in page.iter().step_by(2) {
+                    let q = queue_of(id);
+                    if self.queue_keys_fit(q) {
+                        // found() confirms each with repair.lua's condition.
+                        self.found(kind, id, q, String::new())?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A paused job: reported as such, and as a problem where a Python process put it
+    /// back (the timeline, its queue without a run asked).
+    fn check_paused(&mut self, id: &str, place: &Place) -> RedisResult<()> {
+        let q = queue_of(id);
+        let raw: Option<String> = redis::cmd("HGET")
+            .arg(&self.store.keys.paused)
+            .arg(id)
+            .query(self.store.con)?;
+        let pause = crate::operator::control::Pause::parse(raw.as_deref().unwrap_or_default());
+        (self.emit)(&Finding {
+            kind: "paused",
+            jobid: id.to_string(),
+            detail: format!(
+                "paused since {}{}",
+                pause.since_utc.as_deref().unwrap_or("?"),
+                if pause.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", pause.note)
+                }
+            ),
+            queue: q.to_string(),
+        });
+        self.summary.paused += 1;
+        if place.due.is_some() {
+            self.found("paused-on-timeline", id, q, "on the timeline".into())?;
+        }
+        if place.queued && !place.rerun {
+            self.found("paused-in-queue", id, q, format!("queue {q}"))?;
+        }
+        Ok(())
+    }
+
     /// An unparsable schedule is a problem until it is marked BAD (what `--repair` does);
     /// then it is reported as `bad`, like a held job: an operator has to set or unset it.
     fn check_unparsable(&mut self, id: &str, text: &str, why: String) -> RedisResult<()> {
@@ -483,11 +552,16 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         let ids: Vec<&str> = live.iter().map(|(id, _)| id.as_str()).collect();
         let places = self.store.places(&ids)?;
         for ((id, text), place) in live.into_iter().zip(places) {
+            if place.paused {
+                self.check_paused(id, &place)?;
+                continue;
+            }
             let Place {
                 due,
                 queued,
                 leased,
                 status,
+                ..
             } = place;
             let score = due.is_some();
             let q = queue_of(id);

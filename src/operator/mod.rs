@@ -1,8 +1,10 @@
 //! Operator commands that read or repair a prefix: `check`, `stats`, `schedules`
-//! (backup), `load` (loader, with its CSV reading and writing in csvio), `ping` and `ps`.
+//! (backup), `load` (loader, with its CSV reading and writing in csvio), `ping`, `ps`, and
+//! `run`/`pause`/`resume` (control).
 
 pub(crate) mod backup;
 pub(crate) mod check;
+pub mod control;
 pub mod csvio;
 pub mod loader;
 pub(crate) mod ping;

@@ -82,6 +82,10 @@ pub struct Stats {
     /// Runs per minute and lateness over the last minute, from the run history
     /// (`P-runs-per-minute`, `P-recent-runs`; all zero with history off).
     pub recent_runs: crate::history::Recent,
+    /// Paused jobs (HLEN of `P-paused`; `redbike pause`).
+    pub paused_jobs: u64,
+    /// Paused queues, sorted by name (`redbike pause --queue`).
+    pub paused_queues: Vec<PausedQueue>,
 }
 
 /// The registered processes alive (see [`crate::redis::registry`]).
@@ -106,6 +110,17 @@ pub struct Overdue {
     pub jobs: u64,
     /// The threshold, `overdue-after`.
     pub after_seconds: u64,
+}
+
+/// A queue that redbike workers do not claim from (`P-paused-queues`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PausedQueue {
+    /// The queue name.
+    pub queue: String,
+    /// When it was paused, unix seconds (0 when unknown).
+    pub since: i64,
+    /// The note given with `pause --queue`.
+    pub note: String,
 }
 
 /// Figures of `P-timeline`.
@@ -182,18 +197,42 @@ fn count_alive(listed: &[crate::redis::registry::Listed], named: &BTreeSet<Strin
 /// Everything that does not depend on the queues, in one round trip.
 fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Stats> {
     let k = store.keys;
-    type Reply = (u64, Option<String>, u64, u64, Vec<(Vec<u8>, f64)>, u64, u64);
+    type Reply = (
+        u64,
+        Option<String>,
+        u64,
+        u64,
+        Vec<(Vec<u8>, f64)>,
+        u64,
+        u64,
+        u64,
+        BTreeMap<String, String>,
+    );
     // Overdue: due strictly longer ago than the threshold.
     let overdue_before = format!("({}", now.saturating_sub(overdue_after as i64));
-    let (schedules, control, jobs, due, oldest, running, overdue): Reply = redis::pipe()
-        .hlen(&k.schedules)
-        .get(&k.control)
-        .zcard(&k.timeline)
-        .zcount(&k.timeline, "-inf", now)
-        .zrange_withscores(&k.timeline, 0, 0)
-        .zcard(&k.leases)
-        .zcount(&k.timeline, "-inf", overdue_before)
-        .query(store.con)?;
+    let (schedules, control, jobs, due, oldest, running, overdue, paused_jobs, paused_queues): Reply =
+        redis::pipe()
+            .hlen(&k.schedules)
+            .get(&k.control)
+            .zcard(&k.timeline)
+            .zcount(&k.timeline, "-inf", now)
+            .zrange_withscores(&k.timeline, 0, 0)
+            .zcard(&k.leases)
+            .zcount(&k.timeline, "-inf", overdue_before)
+            .hlen(&k.paused)
+            .hgetall(&k.paused_queues)
+            .query(store.con)?;
+    let paused_queues = paused_queues
+        .into_iter()
+        .map(|(queue, raw)| {
+            let pause = crate::operator::control::Pause::parse(&raw);
+            PausedQueue {
+                queue,
+                since: pause.since,
+                note: pause.note,
+            }
+        })
+        .collect();
     let lateness = match oldest.first() {
         Some((_, score)) if due > 0 => (now - *score as i64).max(0),
         _ => 0,
@@ -221,6 +260,8 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
             after_seconds: overdue_after,
         },
         recent_runs: Default::default(),
+        paused_jobs,
+        paused_queues,
     })
 }
 
@@ -433,6 +474,23 @@ fn render_text(s: &Stats) -> String {
             q.queue, q.length
         ));
     }
+    if s.paused_jobs > 0 {
+        lines.push(format!("paused      {} job(s)", s.paused_jobs));
+    }
+    for q in &s.paused_queues {
+        let since = match q.since {
+            0 => String::new(),
+            t => format!(" since {}", timestamp::iso_utc(t)),
+        };
+        let note = match q.note.as_str() {
+            "" => String::new(),
+            n => format!(": {n:?}"),
+        };
+        lines.push(format!(
+            "paused      queue {}{since} (redbike workers do not claim from it){note}",
+            q.queue
+        ));
+    }
     if let Some(events) = &s.statuses {
         let counts: Vec<String> = events.iter().map(|(e, n)| format!("{e} {n}")).collect();
         lines.push(format!("statuses    {}", counts.join(", ")));
@@ -606,6 +664,21 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             "Seconds the next job of the queue has waited (0 when empty; absent when unknown).",
             &|q| q.oldest_age_seconds,
         ),
+        one(
+            "redbike_paused_jobs",
+            "Jobs paused with redbike pause.",
+            s.paused_jobs as i64,
+        ),
+        Gauge {
+            name: "redbike_queue_paused_since_seconds",
+            help: "Unix time a queue was paused (redbike pause --queue; 0 when unknown); absent when not paused.",
+            kind: "gauge",
+            samples: s
+                .paused_queues
+                .iter()
+                .map(|q| (vec![p(), ("queue", q.queue.clone())], q.since))
+                .collect(),
+        },
         Gauge {
             name: "redbike_status_jobs",
             help: "Jobs per status event (needs --scan).",
@@ -799,6 +872,12 @@ mod tests {
                 lateness_p99_seconds: None,
                 recent_failures: 1,
             },
+            paused_jobs: 2,
+            paused_queues: vec![PausedQueue {
+                queue: "B".into(),
+                since: 50,
+                note: "disk full".into(),
+            }],
         }
     }
 
@@ -831,6 +910,29 @@ mod tests {
         let mut unknown = s.clone();
         unknown.alive = None;
         assert!(!render_prometheus(&unknown).contains("alive"));
+    }
+
+    #[test]
+    fn paused_queues_in_every_format() {
+        let s = sample();
+        let text = render_text(&s);
+        assert!(text.contains("paused      2 job(s)\n"), "{text}");
+        assert!(
+            text.contains("paused      queue B since 1970-01-01T00:00:50Z (redbike workers do not claim from it): \"disk full\"\n"),
+            "{text}"
+        );
+        let prom = render_prometheus(&s);
+        assert!(
+            prom.contains("redbike_paused_jobs{prefix=\"p\\\"x\"} 2\n"),
+            "{prom}"
+        );
+        assert!(
+            prom.contains("redbike_queue_paused_since_seconds{prefix=\"p\\\"x\",queue=\"B\"} 50\n"),
+            "{prom}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&s, Format::Json)).unwrap();
+        assert_eq!(json["paused_queues"][0]["queue"], "B");
+        assert_eq!(json["paused_jobs"], 2);
     }
 
     #[test]

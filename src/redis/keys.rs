@@ -19,6 +19,9 @@
 //! | `P-recent-failures` | list | recent history entries that are failures (new here) |
 //! | `P-runs-per-minute` | hash | minute -> runs recorded then, the last few minutes (new here) |
 //! | `P-due` | hash | job id -> `DUE:ENQUEUED`: the score a dispatcher queued it at (new here) |
+//! | `P-paused` | hash | paused job id -> JSON `{"since":unix,"note":text}` (new here, `pause`) |
+//! | `P-paused-queues` | hash | paused queue -> the same JSON (new here, `pause --queue`) |
+//! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
 //!
 //! The Python original ignores the keys that are new here: it neither reads nor
 //! writes them, nor deletes them with a job.
@@ -58,6 +61,12 @@ pub struct Keys {
     pub runs_per_minute: String,
     /// `P-due`: the timeline score a dispatcher queued each job at.
     pub due: String,
+    /// `P-paused`: paused jobs (`redbike pause`), unknown to the original.
+    pub paused: String,
+    /// `P-paused-queues`: queues our workers do not claim from (`pause --queue`).
+    pub paused_queues: String,
+    /// `P-rerun`: jobs asked by `redbike run` to run again once their current run ends.
+    pub rerun: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -117,6 +126,9 @@ impl Keys {
             recent_failures: format!("{prefix}-recent-failures"),
             runs_per_minute: format!("{prefix}-runs-per-minute"),
             due: format!("{prefix}-due"),
+            paused: format!("{prefix}-paused"),
+            paused_queues: format!("{prefix}-paused-queues"),
+            rerun: format!("{prefix}-rerun"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

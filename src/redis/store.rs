@@ -33,6 +33,10 @@ pub struct Place {
     pub leased: bool,
     /// Its status, `EVENT:TS`.
     pub status: Option<String>,
+    /// Whether it is paused (`redbike pause`).
+    pub paused: bool,
+    /// Whether a run of it was asked (`redbike run`) that is still to happen.
+    pub rerun: bool,
 }
 
 /// What placing a job did.
@@ -48,6 +52,8 @@ pub enum Placed {
     Timeline,
     /// It is stopped.
     Stopped,
+    /// It is paused: only its schedule was stored.
+    Paused,
 }
 
 impl PlaceItem {
@@ -60,6 +66,7 @@ impl PlaceItem {
                 Schedule::Now => "NOW".to_string(),
                 _ => schedule.stored_form(text),
             },
+            stored_if_paused: paused_form(schedule, text),
             placement,
         }
     }
@@ -72,6 +79,7 @@ impl Placed {
             "queued" => Placed::AlreadyQueued,
             "running" => Placed::Running,
             "timeline" => Placed::Timeline,
+            "paused" => Placed::Paused,
             _ => Placed::Stopped,
         }
     }
@@ -86,8 +94,21 @@ pub struct PlaceItem {
     pub stored: String,
     /// The schedule text to store instead when the job is running and cannot be queued.
     pub stored_if_running: String,
+    /// The schedule text to store instead when the job is paused (see [`paused_form`]).
+    pub stored_if_paused: String,
     /// Where it goes.
     pub placement: Placement,
+}
+
+/// The schedule a paused job keeps, so that `resume` makes the run it stands for: NOW
+/// and AT:TS as given (stored, they would be the STOP they leave behind once placed),
+/// others as [`Schedule::stored_form`].
+pub fn paused_form(schedule: &Schedule, text: &str) -> String {
+    match schedule {
+        Schedule::Now => "NOW".to_string(),
+        Schedule::At(ts) => format!("AT:{ts}"),
+        _ => schedule.stored_form(text),
+    }
 }
 
 /// What `tell` shows about a job.
@@ -114,6 +135,10 @@ pub struct JobInfo {
     /// Its last few history entries, newest first, and its last success.
     #[serde(flatten)]
     pub history: crate::history::JobHistory,
+    /// Its pause (`redbike pause`), if it is paused.
+    pub paused: Option<crate::operator::control::Pause>,
+    /// Whether a run asked with `redbike run` while it ran is still to come.
+    pub run_asked: bool,
 }
 
 /// A connection to Redis with the key names of one prefix.
@@ -259,6 +284,7 @@ impl Store<'_> {
         for key in self.keys.job_keys(&item.jobid) {
             inv.key(key);
         }
+        inv.key(&self.keys.paused);
         inv.arg(&item.jobid)
             .arg(&item.stored)
             .arg(act)
@@ -266,7 +292,8 @@ impl Store<'_> {
             .arg(now)
             .arg(self.keys.queue_wake(queue_of(&item.jobid)))
             .arg(&self.keys.timeline_wake)
-            .arg(&item.stored_if_running);
+            .arg(&item.stored_if_running)
+            .arg(&item.stored_if_paused);
         let reply: String = inv.invoke(self.con)?;
         Ok(Placed::from_reply(&reply))
     }
@@ -282,6 +309,7 @@ impl Store<'_> {
             inv.key(&self.keys.schedules)
                 .key(&self.keys.statuses)
                 .key(&self.keys.timeline)
+                .key(&self.keys.paused)
                 .arg(&self.keys.prefix)
                 .arg(now);
             let mut queues = std::collections::BTreeSet::new();
@@ -292,7 +320,8 @@ impl Store<'_> {
                     .arg(&item.stored)
                     .arg(act)
                     .arg(due)
-                    .arg(&item.stored_if_running);
+                    .arg(&item.stored_if_running)
+                    .arg(&item.stored_if_paused);
                 match item.placement {
                     Placement::Enqueue => {
                         queues.insert(queue_of(&item.jobid));
@@ -326,6 +355,7 @@ impl Store<'_> {
             (k.schedules.clone(), "hash"),
             (k.statuses.clone(), "hash"),
             (k.timeline.clone(), "zset"),
+            (k.paused.clone(), "hash"),
         ];
         let mut queues = std::collections::BTreeSet::new();
         for item in items {
@@ -370,6 +400,8 @@ impl Store<'_> {
             .key(&self.keys.failures)
             .key(self.keys.history(jobid))
             .key(&self.keys.due)
+            .key(&self.keys.paused)
+            .key(&self.keys.rerun)
             .arg(jobid)
             .invoke(self.con)?;
         Ok(found == 1)
@@ -402,21 +434,25 @@ impl Store<'_> {
         let mut inv = scripts::PLACES.prepare_invoke();
         inv.key(&self.keys.timeline)
             .key(&self.keys.statuses)
+            .key(&self.keys.paused)
+            .key(&self.keys.rerun)
             .arg(&self.keys.prefix);
         for id in ids {
             inv.arg(id);
         }
-        type Reply = (bool, bool, bool, Option<String>, Option<f64>);
+        type Reply = (bool, bool, bool, Option<String>, Option<f64>, bool, bool);
         let flat: Vec<redis::Value> = inv.invoke(self.con)?;
-        flat.chunks_exact(5)
+        flat.chunks_exact(7)
             .map(|c| {
-                let (_, queued, leased, status, score): Reply =
+                let (_, queued, leased, status, score, paused, rerun): Reply =
                     redis::from_redis_value(redis::Value::Array(c.to_vec()))?;
                 Ok(Place {
                     due: score.map(|s| s as i64),
                     queued,
                     leased,
                     status,
+                    paused,
+                    rerun,
                 })
             })
             .collect()
@@ -432,6 +468,8 @@ impl Store<'_> {
             i64,
             bool,
             Option<String>,
+            Option<String>,
+            bool,
             Vec<Vec<u8>>,
         );
         let mut pipe = redis::pipe();
@@ -440,9 +478,11 @@ impl Store<'_> {
             .zscore(&self.keys.timeline, jobid)
             .pttl(self.keys.lease(jobid))
             .sismember(self.keys.members(q), jobid)
-            .hget(&self.keys.failures, jobid);
+            .hget(&self.keys.failures, jobid)
+            .hget(&self.keys.paused, jobid)
+            .hexists(&self.keys.rerun, jobid);
         crate::history::add_job_reads(&mut pipe, self.keys, jobid);
-        let (status, schedule, score, pttl, queued, last_failure, runs): Reply =
+        let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, runs): Reply =
             pipe.query(self.con)?;
         let next_run = score.map(|s| s as i64);
         Ok(JobInfo {
@@ -457,6 +497,8 @@ impl Store<'_> {
             lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
             last_failure,
             history: crate::history::job_history(runs, &self.keys.history(jobid)),
+            paused: paused.map(|raw| crate::operator::control::Pause::parse(&raw)),
+            run_asked,
         })
     }
 

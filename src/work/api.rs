@@ -70,6 +70,9 @@ pub struct Job {
     /// The instant the run was due, unix seconds (see `docs/history.md`); `None` when
     /// unknown or with history off.
     pub due: Option<i64>,
+    /// When its run was claimed, unix seconds on Redis's clock (`None`: unknown); a
+    /// `redbike run` asked after it means one more run (finish.lua).
+    pub claimed_at: Option<f64>,
 }
 
 /// What runs jobs: the worker loop hands each claimed job to one. [`crate::work::runner::CommandRunner`] runs a command per job;

@@ -66,6 +66,8 @@ pub(super) struct Claimed {
     pub claimed: Instant,
     /// The instant its run was due (history on).
     pub due: Option<i64>,
+    /// When it was claimed on Redis's clock.
+    pub claimed_at: Option<f64>,
 }
 
 /// The distinct queues of the cycle with their keys and lease times.

@@ -829,6 +829,7 @@ impl Loop {
                 decision,
                 entry,
                 kind,
+                claimed_at: f.job.claimed_at,
             }
         });
         worker_scripts::add_finish(pipe, &self.keys, runs, now, self.settings.history_limit);
@@ -1061,6 +1062,10 @@ impl Loop {
             .and_then(|v| redis::from_redis_value::<u64>(v).ok())
             .unwrap_or(0);
         self.note_skipped(items.next());
+        let claimed_at = items
+            .next()
+            .and_then(|v| redis::from_redis_value::<String>(v).ok())
+            .and_then(|s| s.parse::<f64>().ok());
         // A claim sent since started where this one was expected to end; its reply
         // corrects the cursor in turn.
         if let (Some(Ok(cursor)), false) =
@@ -1094,6 +1099,7 @@ impl Loop {
                 token,
                 claimed: sent,
                 due,
+                claimed_at,
             });
         }
         claimed
@@ -1147,6 +1153,7 @@ impl Loop {
                 token: Some(c.token),
                 fence_at: Some(c.claimed + self.settings.fence_after),
                 due: c.due,
+                claimed_at: c.claimed_at,
             };
             Ready {
                 job,

@@ -13,7 +13,7 @@ use crate::{
     harness::*,
 };
 
-fn python() -> Option<PathBuf> {
+pub fn python() -> Option<PathBuf> {
     let p = PathBuf::from(std::env::var_os("REDBIKE_PYTHON")?);
     if p.exists() {
         Some(p)
@@ -24,7 +24,7 @@ fn python() -> Option<PathBuf> {
 }
 
 /// `py_side.py COMMAND ARGS` for this test's Redis; with `limit`, under `timeout 30`.
-fn py_command(
+pub fn py_command(
     python: &PathBuf,
     s: &RedisServer,
     d: &tempfile::TempDir,
@@ -48,7 +48,7 @@ fn py_command(
 }
 
 /// Runs `py_side.py COMMAND ARGS` (at most 30 s) and returns its stdout.
-fn py(python: &PathBuf, s: &RedisServer, d: &tempfile::TempDir, args: &[&str]) -> String {
+pub fn py(python: &PathBuf, s: &RedisServer, d: &tempfile::TempDir, args: &[&str]) -> String {
     let out = py_command(python, s, d, args, true)
         .output()
         .expect("run python");

@@ -4,6 +4,7 @@ mod bad_input;
 mod catchup;
 mod check;
 mod collisions;
+mod control;
 mod deploy;
 mod dispatch;
 mod edges;

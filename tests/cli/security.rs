@@ -34,6 +34,8 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "hscan",
     "hincrby",
     "hkeys",
+    "hsetnx",
+    "hgetall",
     "lpush",
     "rpush",
     "rpop",
@@ -264,6 +266,12 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     assert!(schedules.contains("j:A,FREQ=SECONDLY\r\n"), "{schedules}");
     let topped = rb().args(["top", "--once"]).ok();
     assert!(topped.contains("j:A"), "{topped}");
+    // run, pause and resume (docs/control.md).
+    rb().args(["pause", "l2:C", "--note", "acl"]).ok();
+    rb().args(["resume", "l2:C"]).ok();
+    rb().args(["run", "l2:C"]).ok();
+    rb().args(["pause", "--queue", "Z"]).ok();
+    rb().args(["resume", "--queue", "Z"]).ok();
 
     let dispatcher = Bg(Some(rb().args(["dispatch"]).spawn()));
     let work = |queue: &str| {

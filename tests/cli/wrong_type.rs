@@ -87,17 +87,6 @@ fn call(
     }
 }
 
-/// `c` with the run history's keys `tolerant` appended to its KEYS (and its `keys`
-/// followed by them as its KEYS order, unless it has one).
-fn tolerating(mut c: Call, tolerant: &[(&'static str, &'static str)]) -> Call {
-    if c.order.is_empty() {
-        c.order = c.keys.iter().map(|(k, _)| *k).collect();
-    }
-    c.order.extend(tolerant.iter().map(|(k, _)| *k));
-    c.tolerant = tolerant.to_vec();
-    c
-}
-
 const SCHEDULES: (&str, &str) = ("t-schedules", "hash");
 const STATUSES: (&str, &str) = ("t-statuses", "hash");
 const TIMELINE: (&str, &str) = ("t-timeline", "zset");
@@ -115,6 +104,9 @@ const RUNS_PER_MINUTE: (&str, &str) = ("t-runs-per-minute", "hash");
 const DUE: (&str, &str) = ("t-due", "hash");
 /// The history keys of recover.lua and skip.lua, in their order.
 const ENTRY_KEYS: [(&str, &str); 4] = [HISTORY, RECENT_RUNS, RECENT_FAILURES, DUE];
+const PAUSED: (&str, &str) = ("t-paused", "hash");
+const PAUSED_QUEUES: (&str, &str) = ("t-paused-queues", "hash");
+const RERUN: (&str, &str) = ("t-rerun", "hash");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -126,8 +118,17 @@ fn calls() -> Vec<Call> {
     let mut place_many = call(
         "place_many",
         include_str!("../../src/redis/scripts/place_many.lua"),
-        &[SCHEDULES, STATUSES, TIMELINE],
-        &["t", "1700000000", "j:A", "STOP", "enqueue", "0", "NOW"],
+        &[SCHEDULES, STATUSES, TIMELINE, PAUSED],
+        &[
+            "t",
+            "1700000000",
+            "j:A",
+            "STOP",
+            "enqueue",
+            "0",
+            "NOW",
+            "NOW",
+        ],
     );
     place_many.touched = vec![QUEUE, MEMBERS];
     let own = call(
@@ -140,14 +141,25 @@ fn calls() -> Vec<Call> {
             ("t-work-B", "list"),
             ("t-work-B-members", "set"),
             ("t-work-B-B", "string"),
+            PAUSED,
         ],
-        &["B", "STOP", "enqueue", "0", "1700000000", "w", "w", "NOW"],
+        &[
+            "B",
+            "STOP",
+            "enqueue",
+            "0",
+            "1700000000",
+            "w",
+            "w",
+            "NOW",
+            "NOW",
+        ],
     );
     vec![
         call(
             "place",
             include_str!("../../src/redis/scripts/place.lua"),
-            &job,
+            &with(&[PAUSED]),
             &[
                 "j:A",
                 "FREQ=DAILY",
@@ -157,28 +169,72 @@ fn calls() -> Vec<Call> {
                 "w",
                 "w",
                 "FREQ=DAILY",
+                "FREQ=DAILY",
+            ],
+        ),
+        call(
+            "run",
+            include_str!("../../src/redis/scripts/run.lua"),
+            &with(&[PAUSED, RERUN, CONTROL]),
+            &["j:A", "1700000000", "w"],
+        ),
+        call(
+            "pause",
+            include_str!("../../src/redis/scripts/pause.lua"),
+            &with(&[PAUSED, RERUN]),
+            &["j:A", "{}", "1700000000"],
+        ),
+        call(
+            "resume",
+            include_str!("../../src/redis/scripts/resume.lua"),
+            &with(&[PAUSED]),
+            &[
+                "j:A",
+                "CONTINUE",
+                "CONTINUE",
+                "enqueue",
+                "0",
+                "1700000000",
+                "w",
+                "w",
+                "CONTINUE",
             ],
         ),
         own,
         place_many,
-        tolerating(
-            call(
+        Call {
+            order: vec![
+                SCHEDULES.0,
+                STATUSES.0,
+                TIMELINE.0,
+                QUEUE.0,
+                MEMBERS.0,
+                FAILURES.0,
+                HISTORY.0,
+                DUE.0,
+                PAUSED.0,
+                RERUN.0,
+            ],
+            tolerant: vec![HISTORY, DUE],
+            ..call(
                 "unset",
                 include_str!("../../src/redis/scripts/unset.lua"),
-                &[SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, FAILURES],
+                &[
+                    SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, FAILURES, PAUSED, RERUN,
+                ],
                 &["j:A"],
-            ),
-            &[HISTORY, DUE],
-        ),
-        tolerating(
-            call(
+            )
+        },
+        Call {
+            order: vec![TIMELINE.0, STATUSES.0, CONTROL.0, LEASES.0, DUE.0, PAUSED.0],
+            tolerant: vec![DUE],
+            ..call(
                 "dispatch",
                 include_str!("../../src/redis/scripts/dispatch.lua"),
-                &[TIMELINE, STATUSES, CONTROL, LEASES],
+                &[TIMELINE, STATUSES, CONTROL, LEASES, PAUSED],
                 &["t", "1700000000", "1000", "1700000000", "1"],
-            ),
-            &[DUE],
-        ),
+            )
+        },
         Call {
             order: vec![
                 STATUSES.0,
@@ -186,6 +242,9 @@ fn calls() -> Vec<Call> {
                 LEASES.0,
                 FENCING.0,
                 DUE.0,
+                PAUSED.0,
+                PAUSED_QUEUES.0,
+                RERUN.0,
                 QUEUE.0,
                 MEMBERS.0,
                 "t-work-A-A",
@@ -199,11 +258,14 @@ fn calls() -> Vec<Call> {
                     SCHEDULES,
                     LEASES,
                     FENCING,
+                    PAUSED,
+                    PAUSED_QUEUES,
+                    RERUN,
                     QUEUE,
                     MEMBERS,
                     ("t-work-A-A", "string"),
                 ],
-                &["1700000000", "1", "0", "1", "10", "1", "30", "tag"],
+                &["1700000000", "1", "0", "1", "10", "1", "30", "tag", "A"],
             )
         },
         call(
@@ -230,6 +292,8 @@ fn calls() -> Vec<Call> {
                 RECENT_FAILURES.0,
                 RUNS_PER_MINUTE.0,
                 DUE.0,
+                PAUSED.0,
+                RERUN.0,
                 QUEUE.0,
                 MEMBERS.0,
                 LEASE.0,
@@ -240,7 +304,7 @@ fn calls() -> Vec<Call> {
                 "finish",
                 include_str!("../../src/redis/scripts/finish.lua"),
                 &[
-                    SCHEDULES, STATUSES, TIMELINE, FAILURES, LEASES, QUEUE, MEMBERS,
+                    SCHEDULES, STATUSES, TIMELINE, FAILURES, LEASES, PAUSED, RERUN, QUEUE, MEMBERS,
                 ],
                 &[
                     "j:A",
@@ -256,6 +320,7 @@ fn calls() -> Vec<Call> {
                     "w",
                     "{}",
                     "f",
+                    "",
                     "20",
                     "1000",
                     "1000",
@@ -263,11 +328,28 @@ fn calls() -> Vec<Call> {
                 ],
             )
         },
-        tolerating(
-            call(
+        Call {
+            order: vec![
+                SCHEDULES.0,
+                STATUSES.0,
+                TIMELINE.0,
+                QUEUE.0,
+                MEMBERS.0,
+                LEASE.0,
+                FAILURES.0,
+                LEASES.0,
+                HISTORY.0,
+                RECENT_RUNS.0,
+                RECENT_FAILURES.0,
+                DUE.0,
+                PAUSED.0,
+                RERUN.0,
+            ],
+            tolerant: ENTRY_KEYS.to_vec(),
+            ..call(
                 "recover",
                 include_str!("../../src/redis/scripts/recover.lua"),
-                &with(&[FAILURES, LEASES]),
+                &with(&[FAILURES, LEASES, PAUSED, RERUN]),
                 &[
                     "j:A",
                     "orphan",
@@ -283,13 +365,12 @@ fn calls() -> Vec<Call> {
                     "1000",
                     "1000",
                 ],
-            ),
-            &ENTRY_KEYS,
-        ),
+            )
+        },
         call(
             "repair",
             include_str!("../../src/redis/scripts/repair.lua"),
-            &with(&[FAILURES]),
+            &with(&[FAILURES, PAUSED, RERUN]),
             &["wrong-queue", "j:A", "", "1700000000", ""],
         ),
     ]
@@ -448,16 +529,19 @@ fn read_only_scripts_take_odd_members_keys_in_their_stride() {
     let places: Vec<redis::Value> = script(include_str!("../../src/redis/scripts/places.lua"))
         .key(TIMELINE.0)
         .key(STATUSES.0)
+        .key(PAUSED.0)
+        .key(RERUN.0)
         .arg("t")
         .arg("j:A")
         .invoke(&mut s.con())
         .unwrap();
-    assert_eq!(places.len(), 5);
+    assert_eq!(places.len(), 7);
     assert_eq!(places[1], redis::Value::Int(0), "not queued: {places:?}");
     let page: Vec<redis::Value> = script(include_str!("../../src/redis/scripts/sweep.lua"))
         .key(SCHEDULES.0)
         .key(TIMELINE.0)
         .key(STATUSES.0)
+        .key(PAUSED.0)
         .arg("t")
         .arg("0")
         .arg("100")

@@ -12,36 +12,42 @@
 -- With history on, each job's status before this claim and its due field are read
 -- too (see crate::history::due_at: when the run was due); a due key of another type is
 -- not read, as history never costs a claim.
--- KEYS: statuses, schedules, leases, fencing, due, then per distinct queue ("pair"):
---       its list, its members set, and the lease key of the job named as the queue (a
---       job id without ':'), which is checked, with all the others, before the first
---       write
+-- KEYS: statuses, schedules, leases, fencing, due, paused, paused-queues, rerun, then
+--       per distinct queue ("pair"): its list, its members set, and the lease key of
+--       the job named as the queue (a job id without ':'), which is checked, with all
+--       the others, before the first write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
 --       recover-after delay (seconds), history ("1" = read the due instants), then one
---       lease TTL per pair, then n tag prefixes
+--       lease TTL per pair, then n tag prefixes, then one queue name per pair
 -- A queue whose keys hold other types is skipped (its positions in the cycle claim
--- nothing), as dispatch.lua does: the other queues go on.
+-- nothing), as dispatch.lua does: the other queues go on. A paused queue (`pause
+-- --queue`) claims nothing either, without being reported. A paused job popped (a
+-- Python process queued it) is dropped from its queue with status PAU instead of
+-- leased, unless `redbike run` asked for a run of it (a `rerun` marker).
 -- Returns {next cursor, token of the first job (the others follow in order, +1 each)
---          or false, {pair, error, ...} of the queues skipped, jobid1, schedule1 or
---          false, pair1, status1 or false, due field1 or false, jobid2, ...}
+--          or false, {pair, error, ...} of the queues skipped, Redis's clock (seconds,
+--          as a string: the runs' start for finish.lua), jobid1, schedule1 or false,
+--          pair1, status1 or false, due field1 or false, jobid2, ...}
 local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cycle = {}
 for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
 -- The one place that knows the layout of KEYS and ARGV, and of the reply per job.
-local FIXED_KEYS, FIXED_ARGS, OUT = 5, 6, 5
+local FIXED_KEYS, FIXED_ARGS, OUT = 8, 6, 5
 local pairs_count = (#KEYS - FIXED_KEYS) / 3
 local history = ARGV[6] == "1"
-local due_key = KEYS[5]
+local due_key, paused_key, paused_queues_key, rerun_key =
+  KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 -- Where field `f` (1: job id, 2: schedule, 3: pair, 4: status, 5: due) of the `t`th
 -- job claimed goes in the reply.
 local function at(t, f)
-  return OUT * (t - 1) + 3 + f
+  return OUT * (t - 1) + 4 + f
 end
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
 -- whole number well below 2^53 (or be missing).
-local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string"})
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string",
+  paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash"})
   or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
   or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
 local odd, skipped = {}, {}
@@ -58,15 +64,24 @@ end
 if bad then
   return bad
 end
-local recover_at = redis_time() + tonumber(ARGV[5])
+local clock = redis_time()
+local recover_at = clock + tonumber(ARGV[5])
 local read_due = history and not wrong_type({due_key, "hash"})
+-- Paused queues claim nothing (one call for all of them); paused jobs are looked up
+-- only while some job is paused.
+local names = {}
+for pair = 1, pairs_count do
+  names[pair] = ARGV[FIXED_ARGS + pairs_count + n + pair]
+end
+local held = redis.call("HMGET", paused_queues_key, unpack(names))
+local any_paused = redis.call("EXISTS", paused_key) == 1
 -- Tokens are taken for all `n` at the first job: one call; unused ones are skipped.
 local first_token = false
 -- A batch's members-set removals, running index entries, statuses and schedule reads
 -- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
 deferred_statuses = batch and {} or nil
-local out, popped = {false, false, skipped}, {}
+local out, popped = {false, false, skipped, string.format("%.6f", clock)}, {}
 local indexed, ids = batch and {} or nil, batch and {} or nil
 local taken, misses = 0, 0
 
@@ -80,7 +95,21 @@ while taken < n and misses < #cycle do
   end
   cursor = cursor + run
   local queue = KEYS[FIXED_KEYS - 2 + 3 * pair]
-  local jobs = (not odd[pair] and redis.call("RPOP", queue, run)) or {}
+  local jobs = (not odd[pair] and not held[pair] and redis.call("RPOP", queue, run)) or {}
+  local got = #jobs
+  if any_paused and got > 0 then
+    local kept = {}
+    for _, jobid in ipairs(jobs) do
+      if redis.call("HEXISTS", paused_key, jobid) == 1
+          and redis.call("HEXISTS", rerun_key, jobid) == 0 then
+        redis.call("SREM", KEYS[FIXED_KEYS - 1 + 3 * pair], jobid)
+        set_status(KEYS[1], jobid, "PAU", now)
+      else
+        kept[#kept + 1] = jobid
+      end
+    end
+    jobs = kept
+  end
   if batch then
     popped[pair] = popped[pair] or {}
   end
@@ -113,8 +142,8 @@ while taken < n and misses < #cycle do
   end
   -- Misses: the positions since the last job taken (the queue is empty after a
   -- short pop). A whole cycle of them and every queue is empty.
-  if #jobs > 0 then
-    misses = run - #jobs
+  if got > 0 then
+    misses = run - got
   else
     misses = misses + run
   end

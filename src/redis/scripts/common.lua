@@ -238,3 +238,18 @@ local function record_entry(h, jobid, entry, limit, keep_runs, keep_failures, go
     end
   end
 end
+
+-- The schedule to store for a paused job that is not placed now, so that `resume`
+-- still makes the run its placement stood for: a STOP schedule (what NOW and AT leave
+-- behind) becomes NOW for a job that would be queued and AT:due for one due on the
+-- timeline. `store` is the schedule the caller was to store ("" = keep `current`).
+local function paused_schedule(action, due, store, current)
+  if (store == "STOP" or (store == "" and current == "STOP")) then
+    if action == "enqueue" then
+      return "NOW"
+    elseif action == "timeline" then
+      return string.format("AT:%d", tonumber(due))
+    end
+  end
+  return store
+end

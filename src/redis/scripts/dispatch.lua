@@ -8,8 +8,10 @@
 -- With history on, each job queued gets its due field, `SCORE:NOW` (the score it was
 -- due at and the time of the ENQ status written with it; see crate::history::due_at),
 -- unless the due key holds another type (history never costs a pass).
--- KEYS: timeline, statuses, control, leases, due[, procs, this dispatcher's description
---       key]
+-- A paused job found due (a Python worker put it back after its run) leaves the
+-- timeline without being queued, with status PAU.
+-- KEYS: timeline, statuses, control, leases, due, paused[, procs, this dispatcher's
+--       description key]
 -- ARGV: prefix, point in time, limit, now, history ("1" = write the due fields)[,
 --       process id, description (JSON), ttl]
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
@@ -19,7 +21,8 @@
 -- halted 0/1, earliest recovery or false, deferred for their queue's keys' types,
 -- Redis's clock (seconds, as a string: an integer reply would cut it; "0" when the
 -- running index is empty), heartbeat: 1
--- written, 0 none asked, -1 refused (procs holds another type: the pass goes on)}
+-- written, 0 none asked, -1 refused (procs holds another type: the pass goes on),
+-- paused jobs dropped}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
 -- An idle pass only reads (the control key, the heads of the running index and of the
@@ -53,19 +56,19 @@ local clock = lease and string.format("%.6f", redis_time()) or "0"
 -- written), then the description.
 local beat = 0
 if ARGV[6] then
-  if bad_number(ARGV[8], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[6], ARGV[6])) then
+  if bad_number(ARGV[8], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[7], ARGV[6])) then
     beat = -1
   else
-    redis.call("SET", KEYS[7], ARGV[7], "EX", ARGV[8])
+    redis.call("SET", KEYS[8], ARGV[7], "EX", ARGV[8])
     beat = 1
   end
 end
 if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease, 0, clock, beat}
+  return {0, 0, 0, halted, lease, 0, clock, beat, 0}
 end
 -- Due jobs: from here on the pass writes, so every key it touches is checked first.
-local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset"},
-  seen)
+local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset",
+  KEYS[6], "hash"}, seen)
 if bad then
   return bad
 end
@@ -77,9 +80,29 @@ for i = 1, #with_scores, 2 do
   score[with_scores[i]] = with_scores[i + 1]
 end
 local write_due = ARGV[5] == "1" and not wrong_type({KEYS[5], "hash"})
+redis.call("ZREM", timeline, unpack(due))
+-- Paused jobs are looked up only while some job is paused.
+local runnable, paused = due, 0
+if redis.call("EXISTS", KEYS[6]) == 1 then
+  local flags = redis.call("HMGET", KEYS[6], unpack(due))
+  local st = {}
+  runnable = {}
+  for i, jobid in ipairs(due) do
+    if flags[i] then
+      st[#st + 1] = jobid
+      st[#st + 1] = "PAU:" .. now
+    else
+      runnable[#runnable + 1] = jobid
+    end
+  end
+  if #st > 0 then
+    redis.call("HSET", statuses, unpack(st))
+    paused = #st / 2
+  end
+end
 -- Group by queue (the part after the last ':'), keeping due order.
 local groups, order = {}, {}
-for _, jobid in ipairs(due) do
+for _, jobid in ipairs(runnable) do
   local q = string.match(jobid, "([^:]*)$")
   if groups[q] == nil then
     groups[q] = {}
@@ -87,7 +110,6 @@ for _, jobid in ipairs(due) do
   end
   table.insert(groups[q], jobid)
 end
-redis.call("ZREM", timeline, unpack(due))
 local enqueued, deferred, odd = 0, 0, 0
 local retry = tonumber(now) + 1
 for _, q in ipairs(order) do
@@ -130,4 +152,4 @@ for _, q in ipairs(order) do
     enqueued = enqueued + #push
   end
 end
-return {#due, enqueued, deferred, halted, lease, odd, clock, beat}
+return {#due, enqueued, deferred, halted, lease, odd, clock, beat, paused}

@@ -10,19 +10,24 @@
 -- writes the outcome of a claim before it can claim that job again.)
 -- History (crate::history): each job's entry, made in Rust, goes to its history list
 -- (trimmed to the history limit) and to the recent runs (and failures), with the runs
--- of the minute counted; for a job unset, its history list and due field go. Those writes are pcalls: a history key
--- of another type (`redbike check` names it) costs its entries, never the outcome, and
--- a failed write writes nothing. An outcome written again (its reply was lost: the
--- lease is gone) records no second entry when its entry already heads the list.
+-- of the minute counted; for a job unset, its history list and due field go. Those
+-- writes are pcalls: a history key of another type (`redbike check` names it) costs its
+-- entries, never the outcome, and a failed write writes nothing. An outcome written
+-- again (its reply was lost: the lease is gone) records no second entry when its entry
+-- already heads the list.
+-- A paused job (`redbike pause`) is not placed after its run (status PAU unless the
+-- run failed). A `rerun` marker (`redbike run` while the job ran) queues the job once
+-- more instead, if this run started before the marker; an older marker (left by a
+-- Python worker's run, which ignores it) is cleared, not honoured.
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
---       recent failures, runs per minute, due; then per job (KS each):
+--       recent failures, runs per minute, due, paused, rerun; then per job (KS each):
 --       queue, members, lease, history
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
 --       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
 --       schedule whose run did not end by itself, see oneoff_action), due, now,
 --       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
 --       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
---       other)
+--       other), the run's start on Redis's clock (from claim.lua; "" = unknown)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
 --       the minute of now (unix seconds / 60)
 -- Returns one reply per job: {"changed", current schedule or false} when the schedule
@@ -31,7 +36,7 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 9, 4, 13
+local FIXED, KS, AS = 11, 4, 14
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
@@ -121,8 +126,11 @@ local function flush_history(k)
   end
 end
 
+-- Whether any job is paused or asked to run again: looked up per job only then.
+local any_paused, any_rerun = false, false
+
 local function place_back(k, lease, current, jobid, tag, expected, mode, action, due,
-                          now, store, failure, queue_wake, timeline_wake)
+                          now, store, failure, queue_wake, timeline_wake, started)
   if lease ~= tag then
     if lease or redis.call("SISMEMBER", k.members, jobid) == 1
         or redis.call("ZSCORE", k.timeline, jobid) then
@@ -145,6 +153,8 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     redis.call("HDEL", k.schedules, jobid)
     redis.call("HDEL", k.statuses, jobid)
     redis.call("HDEL", k.failures, jobid)
+    redis.call("HDEL", k.paused, jobid)
+    redis.call("HDEL", k.rerun, jobid)
     redis.call("ZREM", k.timeline, jobid)
     dequeue(k.queue, k.members, jobid)
     return {"unset"}
@@ -152,6 +162,19 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
   if failure ~= "" then
     redis.call("HSET", k.failures, jobid, failure .. ":" .. now)
     set_status(k.statuses, jobid, failure, now)
+  end
+  local paused = any_paused and redis.call("HEXISTS", k.paused, jobid) == 1
+  local marker = any_rerun and redis.call("HGET", k.rerun, jobid)
+  local again = mode == "place" and marker and started ~= ""
+    and tonumber(started) < (tonumber(marker) or 0)
+  -- A paused job asked to run keeps its marker: it lets our claim run it (claim.lua).
+  if marker and not (again and paused) then
+    redis.call("HDEL", k.rerun, jobid)
+  end
+  -- What the placement stood for is kept in the schedule: a paused job's for `resume`,
+  -- and the occurrence of a one-off due on the timeline that a rerun goes before.
+  if (paused and not again and mode == "place") or (again and action == "timeline") then
+    store = paused_schedule(action, due, store, current)
   end
   if store ~= "" then
     later(stores, "HSET", k.schedules, jobid, store)
@@ -161,6 +184,14 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
   elseif mode == "bad" then
     set_status(k.statuses, jobid, "BAD", now)
     return {"bad"}
+  end
+  if again then
+    action = "enqueue"
+  elseif paused then
+    if failure == "" then
+      set_status(k.statuses, jobid, "PAU", now)
+    end
+    return {"paused"}
   end
   if action == "stop" then
     -- The schedule ends here; a run someone placed while this one ran is kept, and a
@@ -190,7 +221,7 @@ local function finish(k, lease, current, a)
   local mode = ARGV[a + 4]
   local out = place_back(k, lease, current, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], mode,
     ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10],
-    ARGV[a + 11])
+    ARGV[a + 11], ARGV[a + 14])
   if out[1] ~= "changed" then
     record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], out[1] == "unset", lease ~= ARGV[a + 2])
   end
@@ -203,11 +234,14 @@ end
 -- key must not keep a worker from recording every other outcome.
 local seen = {}
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash",
-  KEYS[5], "zset"}, seen)
+  KEYS[5], "zset", KEYS[10], "hash", KEYS[11], "hash"}, seen)
 local odd = {}
 for i = 0, jobs - 1 do
-  bad = bad or (ARGV[AS * i + 5] == "timeline"
-    and bad_number(ARGV[AS * i + 6], 0, MAX_UNIX, "due time"))
+  local a = AS * i
+  bad = bad or (ARGV[a + 5] == "timeline"
+    and bad_number(ARGV[a + 6], 0, MAX_UNIX, "due time"))
+    or (ARGV[a + 14] ~= "" and not tonumber(ARGV[a + 14])
+      and redis.error_reply("ERR run start " .. ARGV[a + 14] .. " is not a number"))
   odd[i + 1] = wrong_type({KEYS[FIXED + 1 + KS * i], "list", KEYS[FIXED + 2 + KS * i], "set"},
     seen)
 end
@@ -218,6 +252,8 @@ bad = bad or bad_number(limit, 0, 1000000, "history limit")
 if bad then
   return bad
 end
+any_paused = redis.call("EXISTS", KEYS[10]) == 1
+any_rerun = redis.call("EXISTS", KEYS[11]) == 1
 
 -- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil
@@ -235,7 +271,8 @@ local out = {}
 -- One table of keys for all jobs (a table per job costs more than the rest of a job).
 local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
-           recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9]}
+           recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
+           paused = KEYS[10], rerun = KEYS[11]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
   k.queue, k.members, k.lease, k.history = KEYS[ki + 1], KEYS[ki + 2], KEYS[ki + 3],

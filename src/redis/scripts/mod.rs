@@ -44,3 +44,9 @@ pub static PLACE_MANY: LazyLock<Script> = script!("place_many.lua");
 pub static PLACES: LazyLock<Script> = script!("places.lua");
 /// `dispatch` and `work`: register as a live process, dropping expired ones.
 pub static REGISTER: LazyLock<Script> = script!("register.lua");
+/// `run`: queue a job now, or ask for one more run after the current one.
+pub static RUN: LazyLock<Script> = script!("run.lua");
+/// `pause`: take a job out of circulation, keeping its schedule.
+pub static PAUSE: LazyLock<Script> = script!("pause.lua");
+/// `resume`: end a job's pause and place it per its schedule.
+pub static RESUME: LazyLock<Script> = script!("resume.lua");

@@ -1,16 +1,24 @@
 -- set/load: store a schedule and place the job.
--- KEYS: schedules, statuses, timeline, queue, members, lease
+-- A paused job (`redbike pause`) is not placed: only its schedule is stored, in the
+-- form that keeps a one-off's run for `resume` (NOW, AT:TS).
+-- KEYS: schedules, statuses, timeline, queue, members, lease, paused
 -- ARGV: jobid, stored schedule, action (enqueue|timeline|stop), due, now,
 --       queue wake channel, timeline wake channel, schedule stored instead when the
 --       job cannot be queued because it is running (NOW: the worker that finishes it
---       applies NOW, queueing it once more, as the Python original would too)
+--       applies NOW, queueing it once more, as the Python original would too),
+--       schedule stored instead when it is paused
+-- Returns the placement's result, or "paused".
 local k = job_keys()
 local jobid = ARGV[1]
 local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
-  k.queue, "list", k.members, "set", k.lease, "string"})
+  k.queue, "list", k.members, "set", k.lease, "string", KEYS[7], "hash"})
   or (ARGV[3] == "timeline" and bad_number(ARGV[4], 0, MAX_UNIX, "due time"))
 if bad then
   return bad
+end
+if redis.call("HEXISTS", KEYS[7], jobid) == 1 then
+  redis.call("HSET", k.schedules, jobid, ARGV[9])
+  return "paused"
 end
 local result = place(k, jobid, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
 if result == "running" then

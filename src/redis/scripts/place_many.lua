@@ -1,14 +1,15 @@
 -- load: set and place a batch of jobs in one call (each exactly as place.lua would);
 -- one call per batch instead of per job is what makes bulk loading fast.
--- KEYS: schedules, statuses, timeline
+-- KEYS: schedules, statuses, timeline, paused
 -- ARGV: prefix, now, then per job: jobid, stored schedule, action, due, schedule stored
---       instead when it is running
+--       instead when it is running, schedule stored instead when it is paused
 -- Wake-ups are published by the caller, once per batch.
 local prefix, now = ARGV[1], ARGV[2]
 -- Everything that could fail, for the whole batch, before the first write.
 local seen = {}
-local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset"}, seen)
-for i = 3, #ARGV, 5 do
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash"},
+  seen)
+for i = 3, #ARGV, 6 do
   if bad then
     return bad
   end
@@ -21,16 +22,30 @@ end
 if bad then
   return bad
 end
-for i = 3, #ARGV, 5 do
+-- A paused job only gets its schedule (see place.lua): read once for the batch.
+local paused = nil
+if redis.call("EXISTS", KEYS[4]) == 1 then
+  paused = {}
+  for i = 3, #ARGV, 6 do
+    paused[#paused + 1] = ARGV[i]
+  end
+  paused = chunked("HMGET", KEYS[4], paused)
+end
+for i = 3, #ARGV, 6 do
   local jobid = ARGV[i]
   local queue = prefix .. "-work-" .. string.match(jobid, "([^:]*)$")
   local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
              queue = queue, members = queue .. "-members", lease = queue .. "-" .. jobid}
-  local result = place(k, jobid, ARGV[i + 2], ARGV[i + 3], now, "", "")
-  if result == "running" then
+  local result = "paused"
+  if not (paused and paused[(i - 3) / 6 + 1]) then
+    result = place(k, jobid, ARGV[i + 2], ARGV[i + 3], now, "", "")
+  end
+  if result == "paused" then
+    redis.call("HSET", k.schedules, jobid, ARGV[i + 5])
+  elseif result == "running" then
     redis.call("HSET", k.schedules, jobid, ARGV[i + 4])
   else
     redis.call("HSET", k.schedules, jobid, ARGV[i + 1])
   end
 end
-return (#ARGV - 2) / 5
+return (#ARGV - 2) / 6

@@ -6,8 +6,10 @@
 -- The index entry is compared with Redis's clock (TIME), the clock it was written by.
 -- A recovery (or a job found unset or BAD) leaves the history entry it is given, made
 -- in Rust (see record_entry).
+-- A paused job is never put back (its lost run counts as its last one; status PAU). A
+-- run asked while the lost run ran (`rerun`) is dropped with it.
 -- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases,
---       history, recent runs, recent failures, due
+--       history, recent runs, recent failures, due, paused, rerun
 -- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad,
 --       or oneoff: a STOP schedule, see oneoff_action),
 --       due, now, schedule to store ("" = keep), queue wake channel, timeline wake
@@ -25,7 +27,7 @@ local h = {history = KEYS[9], recent_runs = KEYS[10], recent_failures = KEYS[11]
 local entry = ARGV[10]
 local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
   k.queue, "list", k.members, "set", k.lease, "string", k.failures, "hash",
-  k.leases, "zset"})
+  k.leases, "zset", KEYS[13], "hash", KEYS[14], "hash"})
   or (action == "timeline" and bad_number(due, 0, MAX_UNIX, "due time"))
   or bad_number(ARGV[11], 0, 1000000, "history limit")
   or bad_number(ARGV[12], 1, 1000000, "recent runs kept")
@@ -54,10 +56,12 @@ if action == "oneoff" then
 end
 redis.call("DEL", k.lease)
 redis.call("ZREM", k.leases, jobid)
+redis.call("HDEL", KEYS[14], jobid)
 if not current then
   -- Unset while it ran: nothing to put back.
   redis.call("HDEL", k.statuses, jobid)
   redis.call("HDEL", k.failures, jobid)
+  redis.call("HDEL", KEYS[13], jobid)
   record_entry(h, jobid, entry, ARGV[11], ARGV[12], ARGV[13], true)
   return {"unset"}
 end
@@ -67,6 +71,15 @@ if action == "bad" then
   return {"bad"}
 end
 redis.call("HSET", k.failures, jobid, "REC:" .. now)
+if redis.call("HEXISTS", KEYS[13], jobid) == 1 then
+  store = paused_schedule(action, due, store, current)
+  if store ~= "" then
+    redis.call("HSET", k.schedules, jobid, store)
+  end
+  set_status(k.statuses, jobid, "PAU", now)
+  record_entry(h, jobid, entry, ARGV[11], ARGV[12], ARGV[13], false)
+  return {"paused"}
+end
 if store ~= "" then
   redis.call("HSET", k.schedules, jobid, store)
 end

@@ -66,7 +66,9 @@ pub(crate) fn recover(
         .key(keys.history(r.jobid))
         .key(&keys.recent_runs)
         .key(&keys.recent_failures)
-        .key(&keys.due);
+        .key(&keys.due)
+        .key(&keys.paused)
+        .key(&keys.rerun);
     let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, action));
     inv.arg(r.jobid)
         .arg(r.lost.wire())
@@ -132,6 +134,12 @@ pub(crate) fn recover_job(
         match reply.first().cloned().flatten().as_deref() {
             Some("changed") => schedule = reply.get(1).cloned().flatten(),
             Some("alive") | Some("fine") => return Ok(false),
+            Some("paused") => {
+                crate::log_warn!(
+                    "job {id}: its run was lost (its worker vanished); it is paused, so it stays out of circulation (status PAU)"
+                );
+                return Ok(true);
+            }
             Some(result) => {
                 let why = if lost == Lost::Index {
                     "its worker stopped refreshing its lease"

@@ -2,14 +2,15 @@
 -- still holds (check confirms each finding this way: a SCAN walk is not a snapshot).
 -- Each op re-checks its condition, so it is idempotent and safe while dispatchers and
 -- workers run; the schedule hash is the source of truth.
--- KEYS: schedules, statuses, timeline, queue list, members set, lease, failures
+-- KEYS: schedules, statuses, timeline, queue list, members set, lease, failures, paused,
+--       rerun
 -- ARGV: op, jobid, expected schedule (unparsable-schedule), now, "dry" or ""
 -- Returns 1 when the condition held (and, unless dry, was fixed), else 0.
-local schedules, statuses, timeline, queue, members, lease, failures =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local schedules, statuses, timeline, queue, members, lease, failures, paused, rerun =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local op, jobid, dry = ARGV[1], ARGV[2], ARGV[5] == "dry"
 local bad = wrong_type({schedules, "hash", statuses, "hash", timeline, "zset", queue, "list",
-  members, "set", lease, "string", failures, "hash"})
+  members, "set", lease, "string", failures, "hash", paused, "hash", rerun, "hash"})
 if bad then
   return bad
 end
@@ -46,6 +47,29 @@ local ops = {
   ["status-of-unknown-job"] = {
     function() return not scheduled and redis.call("HEXISTS", statuses, jobid) == 1 end,
     function() redis.call("HDEL", failures, jobid); redis.call("HDEL", statuses, jobid) end},
+  -- A paused job belongs nowhere (a Python process put it back); one queued with a
+  -- run asked (`redbike run`) is where it should be.
+  ["paused-on-timeline"] = {
+    function()
+      return redis.call("HEXISTS", paused, jobid) == 1 and redis.call("ZSCORE", timeline, jobid)
+    end,
+    function() redis.call("ZREM", timeline, jobid) end},
+  ["paused-in-queue"] = {
+    function()
+      return member and redis.call("HEXISTS", paused, jobid) == 1
+        and redis.call("HEXISTS", rerun, jobid) == 0
+    end,
+    function() redis.call("SREM", members, jobid); redis.call("LREM", queue, 0, jobid) end},
+  ["paused-without-schedule"] = {
+    function() return not scheduled and redis.call("HEXISTS", paused, jobid) == 1 end,
+    function() redis.call("HDEL", paused, jobid) end},
+  -- A run asked that nothing will honour: the job neither runs nor waits in its queue.
+  ["stale-rerun"] = {
+    function()
+      return redis.call("HEXISTS", rerun, jobid) == 1 and redis.call("EXISTS", lease) == 0
+        and not member
+    end,
+    function() redis.call("HDEL", rerun, jobid) end},
   ["unparsable-schedule"] = {
     function() return redis.call("HGET", schedules, jobid) == ARGV[3] end,
     function()

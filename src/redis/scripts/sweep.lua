@@ -1,10 +1,10 @@
 -- sweep: one step of the slow walk over all schedules that finds jobs out of
 -- circulation: a live schedule (not STOP) but no lease, no queue entry and no timeline
--- entry. Jobs held on purpose (status DIE: the original's and `hold`'s failed jobs) and
--- unparsable ones (BAD) are left alone. A STOP schedule with status WRK is out too: a
+-- entry. Jobs held on purpose (status DIE: the original's and `hold`'s failed jobs),
+-- unparsable ones (BAD) and paused ones (`redbike pause`) are left alone. A STOP schedule with status WRK is out too: a
 -- one-off run was claimed and never recorded as done (a Python worker died with it;
 -- see oneoff_action).
--- KEYS: schedules, timeline, statuses
+-- KEYS: schedules, timeline, statuses, paused
 -- ARGV: prefix, cursor, count
 -- Returns {next cursor, jobid1, schedule1, jobid2, ...}
 local scan = redis.call("HSCAN", KEYS[1], ARGV[2], "COUNT", ARGV[3])
@@ -26,7 +26,7 @@ for i = 1, #page, 2 do
       else
         lost = event ~= "DIE" and event ~= "BAD"
       end
-      if lost then
+      if lost and redis.pcall("HEXISTS", KEYS[4], jobid) ~= 1 then
         out[#out + 1] = jobid
         out[#out + 1] = schedule
       end

@@ -1,19 +1,22 @@
 -- unset: forget a job everywhere but its lease (a running job finishes, then finds its
 -- schedule gone and is dropped). Unlike 0.13.1 this also clears the members set, so a
--- later set of the same id can queue it again.
+-- later set of the same id can queue it again. Its pause and a run asked go too.
 -- Its run history goes too (the list and its due field, never a key of another type
 -- under their names, so such a key never stops an unset; `redbike check` names it).
--- KEYS: schedules, statuses, timeline, queue, members, failures, history, due
+-- KEYS: schedules, statuses, timeline, queue, members, failures, history, due, paused,
+--       rerun
 -- ARGV: jobid
 local jobid = ARGV[1]
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "list",
-  KEYS[5], "set", KEYS[6], "hash"})
+  KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash"})
 if bad then
   return bad
 end
 local found = redis.call("HDEL", KEYS[1], jobid)
 redis.call("HDEL", KEYS[2], jobid)
 redis.call("HDEL", KEYS[6], jobid)
+redis.call("HDEL", KEYS[9], jobid)
+redis.call("HDEL", KEYS[10], jobid)
 redis.call("ZREM", KEYS[3], jobid)
 dequeue(KEYS[4], KEYS[5], jobid)
 drop_history(KEYS[7])

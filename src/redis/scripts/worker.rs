@@ -34,7 +34,10 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
         .key(&keys.schedules)
         .key(&keys.leases)
         .key(&keys.fencing)
-        .key(&keys.due);
+        .key(&keys.due)
+        .key(&keys.paused)
+        .key(&keys.paused_queues)
+        .key(&keys.rerun);
     for q in c.queues {
         // The lease of job `q` (an id without ':' is its own queue), checked too.
         inv.key(keys.queue(q))
@@ -52,6 +55,10 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
     }
     for tag in c.tags {
         inv.arg(tag);
+    }
+    // Their names, for the paused queues (`redbike pause --queue`).
+    for q in c.queues {
+        inv.arg(q);
     }
     pipe.invoke_script(&inv);
 }
@@ -112,6 +119,8 @@ pub(crate) struct Finished<'a> {
     pub entry: String,
     /// The entry's kind: `f` for a failure, else empty.
     pub kind: &'static str,
+    /// When its run was claimed, on Redis's clock (from claim.lua's reply).
+    pub claimed_at: Option<f64>,
 }
 
 /// Adds one finish.lua call for all of `runs` to `pipe`; `history_limit` entries are
@@ -132,7 +141,9 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.recent_runs)
         .key(&keys.recent_failures)
         .key(&keys.runs_per_minute)
-        .key(&keys.due);
+        .key(&keys.due)
+        .key(&keys.paused)
+        .key(&keys.rerun);
     for f in runs {
         let (mode, (action, due)) = f.decision.mode.wire();
         let q = queue_of(f.jobid);
@@ -152,7 +163,8 @@ pub(crate) fn add_finish<'a>(
             .arg(keys.queue_wake(q))
             .arg(&keys.timeline_wake)
             .arg(&f.entry)
-            .arg(f.kind);
+            .arg(f.kind)
+            .arg(f.claimed_at.map(|t| format!("{t:.6}")).unwrap_or_default());
     }
     inv.arg(history_limit)
         .arg(crate::history::RECENT_RUNS)

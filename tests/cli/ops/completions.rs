@@ -4,7 +4,7 @@ use std::process::Command;
 
 use crate::harness::*;
 
-const SUBCOMMANDS: [&str; 7] = [
+const SUBCOMMANDS: [&str; 11] = [
     "dispatch",
     "work",
     "set",
@@ -12,6 +12,10 @@ const SUBCOMMANDS: [&str; 7] = [
     "control",
     "completions",
     "top",
+    "run",
+    "pause",
+    "resume",
+    "note",
 ];
 
 /// Checks a script with `SHELL -n` when that shell is installed.

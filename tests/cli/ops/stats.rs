@@ -99,6 +99,8 @@ fn json_with_scan_has_every_figure() {
         "recent_runs": {"runs_per_minute": 0, "lateness_samples": 0,
             "lateness_p50_seconds": null, "lateness_p99_seconds": null,
             "recent_failures": 0},
+        "paused_jobs": 0,
+        "paused_queues": [],
     });
     assert_eq!(got, expected);
 }
@@ -149,6 +151,7 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
         "llen",
         "lindex",
         "hget",
+        "hgetall",
         "info",
         "config|get",
         "smembers",
@@ -385,6 +388,7 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
             1,
         ),
         (series("redbike_redis_persistence", &[]), 0),
+        (series("redbike_paused_jobs", &[]), 0),
         (hazard("eviction-policy"), 0),
         (hazard("no-persistence"), 1),
         (hazard("memory-near-limit"), 0),
