@@ -35,8 +35,82 @@ pub const QUIET_AFTER_OUTAGE: Duration = Duration::from_secs(15);
 pub const SUSPECT_FOR: Duration = Duration::from_secs(10);
 /// How often the sweep takes its next step.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
-/// Schedules looked at per sweep step.
-pub const SWEEP_COUNT: usize = 500;
+
+/// How many schedules a sweep step looks at: enough that a whole pass takes
+/// `steps` steps (120 steps of 5 s: 10 minutes), at least `least`, and at most `most`,
+/// which caps what one step costs Redis (about 1 µs a schedule; see BENCHMARKS.md, the
+/// scale series). A pass over N schedules so takes max(N/least, steps) steps until N
+/// reaches steps × most (2.4 million), and N/most steps beyond: 10 million schedules
+/// are all looked at within about 42 minutes (it was 500 every 5 s: 28 hours).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepSize {
+    /// The fewest schedules a step looks at.
+    pub least: usize,
+    /// The most schedules a step looks at.
+    pub most: usize,
+    /// Steps a whole pass should take.
+    pub steps: usize,
+}
+
+impl SweepSize {
+    /// The sizes a dispatcher uses.
+    pub const DEFAULT: SweepSize = SweepSize {
+        least: 500,
+        most: 20_000,
+        steps: 120,
+    };
+
+    /// [`SweepSize::DEFAULT`], except for the steps per pass when the test hook
+    /// `REDBIKE_TEST_SWEEP_STEPS` sets them (so a test covers many schedules in seconds).
+    pub fn from_env() -> SweepSize {
+        let steps = std::env::var("REDBIKE_TEST_SWEEP_STEPS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&n| n > 0);
+        SweepSize {
+            steps: steps.unwrap_or(SweepSize::DEFAULT.steps),
+            ..SweepSize::DEFAULT
+        }
+    }
+}
+
+/// One sweep step's findings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepStep {
+    /// The HSCAN cursor to go on from (0: the pass is complete).
+    pub cursor: u64,
+    /// How many schedules the step asked HSCAN for.
+    pub count: usize,
+    /// Live jobs found out of circulation, with their schedules.
+    pub lost: Vec<(String, String)>,
+}
+
+/// One step of the sweep (sweep.lua) from `cursor`.
+pub fn sweep(store: &mut Store<'_>, cursor: u64, size: SweepSize) -> RedisResult<SweepStep> {
+    let reply: Vec<String> = scripts::SWEEP
+        .key(&store.keys.schedules)
+        .key(&store.keys.timeline)
+        .key(&store.keys.statuses)
+        .key(&store.keys.paused)
+        .arg(&store.keys.prefix)
+        .arg(cursor)
+        .arg(size.least)
+        .arg(size.most)
+        .arg(size.steps)
+        .invoke(store.con)?;
+    let mut it = reply.into_iter();
+    let cursor = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+    let count = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+    let mut lost = Vec::new();
+    while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
+        lost.push((id, schedule));
+    }
+    Ok(SweepStep {
+        cursor,
+        count,
+        lost,
+    })
+}
 /// Index entries recovered per call.
 const BATCH: usize = 100;
 /// Pages of index entries looked at per pass, at most.
@@ -58,6 +132,8 @@ pub struct Recovery {
     suspects: HashMap<String, (String, Instant)>,
     /// The sweep's HSCAN cursor.
     cursor: u64,
+    /// How many schedules a sweep step looks at.
+    sweep_size: SweepSize,
     /// When the next sweep step is due.
     next_sweep: Instant,
     /// Jobs that could not be recovered because one of their keys is of another type
@@ -74,6 +150,7 @@ impl Recovery {
             quiet_until: Instant::now(),
             suspects: HashMap::new(),
             cursor: 0,
+            sweep_size: SweepSize::from_env(),
             next_sweep: Instant::now(),
             odd: HashSet::new(),
         }
@@ -196,18 +273,9 @@ impl Recovery {
             self.suspects.remove(&id);
             n += usize::from(self.recover_one(store, &id, Lost::Orphan, now)? == Some(true));
         }
-        let reply: Vec<String> = scripts::SWEEP
-            .key(&store.keys.schedules)
-            .key(&store.keys.timeline)
-            .key(&store.keys.statuses)
-            .key(&store.keys.paused)
-            .arg(&store.keys.prefix)
-            .arg(self.cursor)
-            .arg(SWEEP_COUNT)
-            .invoke(store.con)?;
-        let mut it = reply.into_iter();
-        self.cursor = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
-        while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
+        let step = sweep(store, self.cursor, self.sweep_size)?;
+        self.cursor = step.cursor;
+        for (id, schedule) in step.lost {
             self.suspects
                 .entry(id)
                 .or_insert((schedule, Instant::now()));

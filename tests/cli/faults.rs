@@ -110,6 +110,53 @@ fn jobs_left_out_by_python_workers_are_swept_back() {
     assert_eq!(finish(disp, 5.0).0, Some(0));
 }
 
+/// The sweep's step grows with the number of schedules, so that a pass takes a bounded
+/// number of steps (120 by default; 2 here through the test hook
+/// REDBIKE_TEST_SWEEP_STEPS): of 30,000 schedules, 20 jobs that are nowhere are all
+/// put back within about two steps (5 s apart) and the 10 s wait. With the fixed 500
+/// schedules a step of before, the pass took 60 steps, 5 minutes.
+#[test]
+fn the_sweep_covers_many_schedules_in_a_bounded_pass() {
+    const N: usize = 30_000;
+    let t = Setup::new();
+    let file = path(&t.d, "many.csv");
+    let rows: String = (0..N).map(|i| format!("job{i}:A,FREQ=YEARLY\n")).collect();
+    std::fs::write(&file, rows).unwrap();
+    bike(&t.s, t.d.path())
+        .args(["load", file.to_str().unwrap()])
+        .ok();
+    let mut con = t.s.con();
+    // Taken off the timeline without a trace: what the sweep is there to find.
+    let lost: Vec<String> = (0..N)
+        .step_by(N / 20)
+        .map(|i| format!("job{i}:A"))
+        .collect();
+    let removed: usize = con.zrem("t-timeline", &lost).unwrap();
+    assert_eq!(removed, lost.len());
+    let disp = bike(&t.s, t.d.path())
+        .env("REDBIKE_TEST_SWEEP_STEPS", "2")
+        .args(["dispatch"])
+        .spawn();
+    let back = |con: &mut redis::Connection| -> usize {
+        lost.iter()
+            .filter(|id| {
+                let due: Option<f64> = con.zscore("t-timeline", *id).unwrap();
+                due.is_some()
+            })
+            .count()
+    };
+    assert!(
+        wait_until(60.0, || back(&mut con) == lost.len()),
+        "{} of {} lost jobs put back: {}",
+        back(&mut con),
+        lost.len(),
+        stderr_of(&disp)
+    );
+    assert!(lost.iter().all(|id| t.status(id).starts_with("REC:")));
+    signal(&disp, libc::SIGTERM);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+}
+
 #[test]
 fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
     let t = Setup::new();

@@ -4,11 +4,16 @@
 -- unparsable ones (BAD) and paused ones (`redbike pause`) are left alone. A STOP schedule with status WRK is out too: a
 -- one-off run was claimed and never recorded as done (a Python worker died with it;
 -- see oneoff_action).
+-- The step's HSCAN count grows with the number of schedules, so that a whole pass
+-- takes about `steps` steps (a bounded time) until the count reaches `most`, which
+-- caps what one step costs Redis.
 -- KEYS: schedules, timeline, statuses, paused
--- ARGV: prefix, cursor, count
--- Returns {next cursor, jobid1, schedule1, jobid2, ...}
-local scan = redis.call("HSCAN", KEYS[1], ARGV[2], "COUNT", ARGV[3])
-local out = {scan[1]}
+-- ARGV: prefix, cursor, least count, most count, steps per pass
+-- Returns {next cursor, count used, jobid1, schedule1, jobid2, ...}
+local count = math.ceil(redis.call("HLEN", KEYS[1]) / tonumber(ARGV[5]))
+count = math.max(tonumber(ARGV[3]), math.min(tonumber(ARGV[4]), count))
+local scan = redis.call("HSCAN", KEYS[1], ARGV[2], "COUNT", count)
+local out = {scan[1], tostring(count)}
 local page = scan[2]
 for i = 1, #page, 2 do
   local jobid, schedule = page[i], page[i + 1]
