@@ -13,7 +13,7 @@ use std::{collections::BTreeMap, process::ExitCode, time::Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use figures::{Ctx, GROUPS};
+use figures::{Ctx, GROUPS, ON_DEMAND};
 use support::{
     options::Options,
     process, python,
@@ -97,6 +97,8 @@ fn run(opts: &Options) -> Result<bool> {
         n: opts.n,
         idle_seconds: opts.idle_seconds,
         latency_samples: opts.latency_samples,
+        scale_max: opts.scale_max,
+        plot: opts.plot.as_deref(),
     };
     let (measurements, errors) = run_groups(&ctx, opts);
     server.flush()?;
@@ -148,7 +150,7 @@ fn progress(what: &str) {
 /// the others still run.
 fn run_groups(ctx: &Ctx, opts: &Options) -> (Vec<Measurement>, Vec<String>) {
     let (mut all, mut errors) = (Vec::new(), Vec::new());
-    for group in GROUPS.iter().filter(|g| opts.wants(g.name)) {
+    for group in GROUPS.iter().filter(|g| opts.wants(g.name, ON_DEMAND)) {
         progress(group.name);
         let t = Instant::now();
         match ctx.server.flush().and_then(|()| (group.run)(ctx)) {

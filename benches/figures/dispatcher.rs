@@ -24,7 +24,7 @@ const SETUP_BATCH: usize = 10_000;
 const RULE: &str = "FREQ=MINUTELY";
 
 /// Writes `N` rows `jobI:A,FREQ=MINUTELY`.
-fn write_schedules(path: &Path, n: usize) -> Result<()> {
+pub(super) fn write_schedules(path: &Path, n: usize) -> Result<()> {
     let mut w = csv::Writer::from_path(path)?;
     for i in 0..n {
         w.write_record([format!("job{i}:A").as_str(), RULE])?;
@@ -159,15 +159,15 @@ fn fill_queue(ctx: &Ctx, prefix: &str, queue: &str) -> Result<()> {
     Ok(())
 }
 
-/// Puts N due jobs on `prefix`'s timeline as the Python baseline does: ZADD with a
+/// Puts `n` due jobs on `prefix`'s timeline as the Python baseline does: ZADD with a
 /// past score and HSET schedule STOP.
-fn place_due(ctx: &Ctx, prefix: &str) -> Result<()> {
+pub(super) fn place_due(ctx: &Ctx, prefix: &str, n: usize) -> Result<()> {
     let mut con = ctx.server.con()?;
     let past = redbike::schedule::timestamp::now() - 10;
     let (timeline, schedules) = (format!("{prefix}-timeline"), format!("{prefix}-schedules"));
-    for start in (0..ctx.n).step_by(SETUP_BATCH) {
+    for start in (0..n).step_by(SETUP_BATCH) {
         let mut pipe = redis::pipe();
-        for i in start..(start + SETUP_BATCH).min(ctx.n) {
+        for i in start..(start + SETUP_BATCH).min(n) {
             let job = format!("job{i}:A");
             pipe.zadd(&timeline, &job, past).ignore();
             pipe.hset(&schedules, &job, "STOP").ignore();
@@ -180,7 +180,7 @@ fn place_due(ctx: &Ctx, prefix: &str) -> Result<()> {
 /// `dispatch_due_per_s`: N due jobs moved into queue A, by one in-process pass (the main
 /// figure) and by the real binary.
 pub fn dispatch_due(ctx: &Ctx) -> Result<Vec<Measurement>> {
-    place_due(ctx, "bdue")?;
+    place_due(ctx, "bdue", ctx.n)?;
     let (mut con, keys) = (ctx.server.con()?, Keys::new("bdue"));
     let mut store = Store {
         con: &mut con,
@@ -221,7 +221,7 @@ pub fn dispatch_due(ctx: &Ctx) -> Result<Vec<Measurement>> {
 
 /// Seconds from spawning `redbike dispatch` until N due jobs have left the timeline.
 fn dispatch_due_cli(ctx: &Ctx) -> Result<f64> {
-    place_due(ctx, "bdue")?;
+    place_due(ctx, "bdue", ctx.n)?;
     let dir = ctx.server.scratch("dispatch_due")?;
     let mut con = ctx.server.con()?;
     let t = Instant::now();

@@ -1,8 +1,10 @@
 //! The groups of figures. A group sets up its own state on a freshly flushed server,
 //! measures, and returns its figures: `dispatcher` for `load` and `dispatch`, `worker`
-//! for `work`.
+//! for `work`, `bullmq` for BullMQ beside redbike, `scale` for the scale series.
 
+mod bullmq;
 mod dispatcher;
+pub mod scale;
 mod top;
 pub mod worker;
 
@@ -34,6 +36,10 @@ pub struct Ctx<'a> {
     pub idle_seconds: f64,
     /// Samples of a latency figure.
     pub latency_samples: usize,
+    /// The largest point of the scale series.
+    pub scale_max: usize,
+    /// Where the scale series draws its curves, if anywhere.
+    pub plot: Option<&'a std::path::Path>,
 }
 
 /// A named group of figures.
@@ -90,7 +96,19 @@ pub const GROUPS: &[Group] = &[
         name: "top",
         run: top::commands_per_second,
     },
+    Group {
+        name: "bullmq",
+        run: bullmq::peer,
+    },
+    Group {
+        name: "scale",
+        run: scale::series,
+    },
 ];
+
+/// Groups that run only when named with `--only`: the scale series takes up to an hour
+/// and 10 GiB of memory.
+pub const ON_DEMAND: &[&str] = &["scale"];
 
 /// Polls `done` every millisecond until it holds; fails after `timeout`.
 pub fn wait_for(

@@ -150,23 +150,23 @@ fn ensure_all_stopped(con: &mut redis::Connection, prefix: &str, n: usize) -> Re
 }
 
 /// One drain of queued jobs by an in-process worker.
-struct InprocRun {
+pub(super) struct InprocRun {
     /// Seconds from calling `work::run` until it returned (every outcome written).
-    secs: f64,
+    pub(super) secs: f64,
     /// Seconds from the first job's start until it returned.
-    from_first: f64,
+    pub(super) from_first: f64,
     /// CPU seconds of this process (the worker) and of redis-server meanwhile.
-    cpu: f64,
-    redis_cpu: f64,
+    pub(super) cpu: f64,
+    pub(super) redis_cpu: f64,
     /// EVALSHA calls: N finishes plus one claim per round trip.
-    evalsha: u64,
+    pub(super) evalsha: u64,
     /// Seconds Redis spent in those scripts (INFO commandstats).
-    script_secs: f64,
+    pub(super) script_secs: f64,
 }
 
 /// What the jobs of an in-process run do.
 #[derive(Debug, Clone, Copy)]
-enum Jobs {
+pub(super) enum Jobs {
     /// Nothing: an [`FnRunner`] whose closure returns Success.
     Noop,
     /// Spawn and wait `/bin/true` as bare as [`bare_spawns`] does, in an [`FnRunner`].
@@ -206,11 +206,30 @@ impl JobRunner for Counted {
     }
 }
 
-/// Drains `n` queued one-off jobs with an in-process worker at concurrency `j` running
+/// Where the jobs of an in-process run wait when it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Start {
+    /// Queued (one-off NOW jobs in queue A).
+    Queued,
+    /// Due on the timeline (schedule STOP, a past instant), moved into queue A by a
+    /// `redbike dispatch` started together with the worker.
+    Due,
+    /// Queued in queue A by the caller, under any schedule (the server is not flushed
+    /// first, and the jobs' statuses are not checked after).
+    Ready(&'static str),
+}
+
+/// Drains `n` one-off jobs with an in-process worker at concurrency `j` running
 /// `jobs`; the n-th job asks the worker to stop. (`work::run` blocks SIGCHLD in its
 /// threads, so that jobs which spawn processes cannot interrupt its Redis reads.)
-fn inproc_run(ctx: &Ctx, n: usize, j: usize, jobs: Jobs) -> Result<InprocRun> {
-    inproc_run_with(ctx, n, j, jobs, redbike::history::DEFAULT_LIMIT)
+pub(super) fn inproc_run(
+    ctx: &Ctx,
+    n: usize,
+    j: usize,
+    jobs: Jobs,
+    start: Start,
+) -> Result<InprocRun> {
+    inproc_run_with(ctx, n, j, jobs, start, redbike::history::DEFAULT_LIMIT)
 }
 
 /// [`inproc_run`] with `history_limit` (0: no run history).
@@ -219,12 +238,25 @@ fn inproc_run_with(
     n: usize,
     j: usize,
     jobs: Jobs,
+    start: Start,
     history_limit: u64,
 ) -> Result<InprocRun> {
-    const PREFIX: &str = "binproc";
-    ctx.server.flush()?;
-    queue_now_jobs(ctx, PREFIX, n)?;
-    let config = config(ctx, PREFIX)?;
+    let prefix = match start {
+        Start::Ready(prefix) => prefix,
+        Start::Queued | Start::Due => "binproc",
+    };
+    match start {
+        Start::Queued => {
+            ctx.server.flush()?;
+            queue_now_jobs(ctx, prefix, n)?
+        }
+        Start::Due => {
+            ctx.server.flush()?;
+            super::dispatcher::place_due(ctx, prefix, n)?
+        }
+        Start::Ready(_) => {}
+    }
+    let config = config(ctx, prefix)?;
     let mut settings = Settings::from_config(&config);
     settings.concurrency = j;
     settings.history_limit = history_limit;
@@ -266,15 +298,25 @@ fn inproc_run_with(
     commands::reset(&mut con)?;
     let (me, server) = (std::process::id(), ctx.server.pid());
     let (cpu, redis_cpu) = (process::cpu_seconds(me)?, process::cpu_seconds(server)?);
-    let (t, result, end) = thread::scope(|s| {
+    let dispatcher_dir = ctx.server.scratch(prefix)?;
+    let (t, result, end, dispatcher) = thread::scope(|s| {
         s.spawn(|| {
             let t = Instant::now();
+            let dispatcher = match start {
+                Start::Queued | Start::Ready(_) => None,
+                Start::Due => Some(Background::spawn(
+                    process::redbike(ctx.server, prefix, &dispatcher_dir).arg("dispatch"),
+                )?),
+            };
             let result = work::run(&config, counted.clone(), settings, &shutdown);
-            Ok::<_, anyhow::Error>((t, result, Instant::now()))
+            Ok::<_, anyhow::Error>((t, result, Instant::now(), dispatcher))
         })
         .join()
         .unwrap_or_else(|_| bail!("the in-process worker panicked"))
     })?;
+    if let Some(d) = dispatcher {
+        d.stop().context("stopping the dispatcher")?;
+    }
     let (cpu, redis_cpu) = (
         process::cpu_seconds(me)? - cpu,
         process::cpu_seconds(server)? - redis_cpu,
@@ -284,7 +326,13 @@ fn inproc_run_with(
     result.context("the in-process worker")?;
     let stats = commands::stats(&mut con)?;
     ensure_count("jobs run", counted.count.load(Ordering::SeqCst), n)?;
-    ensure_all_stopped(&mut con, PREFIX, n)?;
+    if let Start::Ready(_) = start {
+        let keys = Keys::new(prefix);
+        ensure_count("jobs still queued", con.llen(keys.queue("A"))?, 0)?;
+        ensure_count("jobs still running", con.zcard(&keys.leases)?, 0)?;
+    } else {
+        ensure_all_stopped(&mut con, prefix, n)?;
+    }
     let first = *counted.first.get().context("no job ran")?;
     Ok(InprocRun {
         secs: (end - t).as_secs_f64(),
@@ -303,7 +351,7 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let n = ctx.n as f64;
     let mut figures = Vec::new();
     for (j, name) in std::iter::once((1, "work_noop_per_s")).chain(NOOP_HIGHER) {
-        let r = inproc_run(ctx, ctx.n, j, Jobs::Noop)?;
+        let r = inproc_run(ctx, ctx.n, j, Jobs::Noop, Start::Queued)?;
         let calls = r.evalsha;
         figures.push(
             Measurement::new(
@@ -351,7 +399,7 @@ pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
     for _ in 0..HISTORY_PAIRS {
         let limit = redbike::history::DEFAULT_LIMIT;
         for (limit, rates, cpu) in [(limit, &mut on, &mut cpu_on), (0, &mut off, &mut cpu_off)] {
-            let r = inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, limit)?;
+            let r = inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, Start::Queued, limit)?;
             rates.push(n / r.secs);
             cpu.0.push(1e6 * r.cpu / n);
             cpu.1.push(1e6 * r.redis_cpu / n);
@@ -407,10 +455,10 @@ pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
 
 /// Sets the in-process log level to warnings while alive, so in-process workers do not
 /// print their start and stop lines into the benchmark's output.
-struct QuietLog;
+pub(super) struct QuietLog;
 
 impl QuietLog {
-    fn new() -> QuietLog {
+    pub(super) fn new() -> QuietLog {
         redbike::log::set_level(redbike::log::Level::Warn);
         QuietLog
     }
@@ -423,7 +471,7 @@ impl Drop for QuietLog {
 }
 
 /// Jobs for the `/bin/true` figures: N/20 (5,000 at the default N).
-fn true_count(ctx: &Ctx) -> usize {
+pub(super) fn true_count(ctx: &Ctx) -> usize {
     (ctx.n / 20).max(10)
 }
 
@@ -476,11 +524,11 @@ fn bare_spawns(n: usize, with_id: bool) -> Result<f64> {
 }
 
 /// One drain of queued one-off jobs by `redbike work A -j 2 -- /bin/true`.
-struct TrueRun {
+pub(super) struct TrueRun {
     /// Seconds from spawn until the last job was recorded.
-    secs: f64,
+    pub(super) secs: f64,
     /// Jobs that ran and were recorded (status STP).
-    done: usize,
+    pub(super) done: usize,
     /// Jobs claimed but never run: still WRK when the worker made no more progress.
     lost: usize,
     /// Redis "outages" the worker logged (one WARN line each).
@@ -500,7 +548,7 @@ const STALL: Duration = Duration::from_secs(2);
 const TRUE_CAP: Duration = Duration::from_secs(10);
 
 /// Drains `n` queued one-off jobs with the real binary at -j 2 running `/bin/true`.
-fn true_run(ctx: &Ctx, n: usize) -> Result<TrueRun> {
+pub(super) fn true_run(ctx: &Ctx, n: usize) -> Result<TrueRun> {
     const PREFIX: &str = "btrue";
     ctx.server.flush()?;
     queue_now_jobs(ctx, PREFIX, n)?;
@@ -590,7 +638,7 @@ pub fn true_jobs(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let bare_mid = bare_spawns(n, true)?;
     let inproc = {
         let _quiet = QuietLog::new();
-        inproc_run(ctx, n, 2, Jobs::SpawnTrue)?
+        inproc_run(ctx, n, 2, Jobs::SpawnTrue, Start::Queued)?
     };
     let bare_after = bare_spawns(n, true)?;
     // The load of this shared machine moves within seconds: each figure is set against
@@ -911,7 +959,7 @@ fn raw_start(
 
 /// The in-process worker's share: milliseconds from just before `Store::place` until an
 /// in-process FnRunner's closure runs, without any process start.
-fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
+pub(super) fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurement>> {
     const PREFIX: &str = "bstart_in";
     let _quiet = QuietLog::new();
     let config = config(ctx, PREFIX)?;

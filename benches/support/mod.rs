@@ -3,6 +3,7 @@
 
 pub mod commands;
 pub mod options;
+pub mod plot;
 pub mod process;
 pub mod python;
 pub mod report;

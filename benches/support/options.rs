@@ -29,9 +29,19 @@ pub struct Options {
     #[arg(long, env = "REDBIKE_BENCH_IDLE_SECONDS", default_value_t = 5.0)]
     pub idle_seconds: f64,
     /// Only these groups of figures, comma-separated: load, load_busy_queue, dispatch_due,
-    /// idle_dispatcher, latency, work_noop, work_true, enqueue_to_start, idle_worker
+    /// idle_dispatcher, latency, work_noop, work_true, enqueue_to_start, idle_worker,
+    /// bullmq (BullMQ as a peer; needs node and npm), scale (only when named: the scale
+    /// series up to --scale-max)
     #[arg(long, value_delimiter = ',', value_name = "GROUP")]
     pub only: Vec<String>,
+    /// The largest point of the scale series (10000, 100000, 1000000, 10000000); a smoke
+    /// run stops at 10000
+    #[arg(long, env = "REDBIKE_BENCH_SCALE_MAX", default_value_t = 10_000_000)]
+    pub scale_max: usize,
+    /// Where the scale series draws its curves (SVG) [default: scale.svg in cargo's
+    /// temporary directory for benchmarks]
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Also write the results as JSON to this file
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -56,6 +66,10 @@ impl Options {
             o.n = o.n.min(2_000);
             o.latency_samples = o.latency_samples.min(2);
             o.idle_seconds = o.idle_seconds.min(1.0);
+            o.scale_max = o.scale_max.min(10_000);
+        }
+        if o.plot.is_none() {
+            o.plot = Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("scale.svg"));
         }
         o
     }
@@ -69,8 +83,13 @@ impl Options {
         })
     }
 
-    /// Whether the group `name` is to run.
-    pub fn wants(&self, name: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    /// Whether the group `name` is to run: named, or no group named and `name` is not
+    /// one that runs only on demand.
+    pub fn wants(&self, name: &str, on_demand: &[&str]) -> bool {
+        if self.only.is_empty() {
+            !on_demand.contains(&name)
+        } else {
+            self.only.iter().any(|o| o == name)
+        }
     }
 }

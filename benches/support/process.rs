@@ -172,3 +172,60 @@ pub fn cpu_nanos(pid: u32) -> Result<u64> {
     }
     Ok(total)
 }
+
+/// A finished run measured for its peak memory.
+pub struct Measured {
+    /// How long it ran, from spawn to exit.
+    pub elapsed: Duration,
+    /// Its peak resident set (`ru_maxrss` from wait4), in KiB.
+    pub max_rss_kib: u64,
+    /// Bytes it wrote to standard output (kept in a temporary file, never in memory).
+    pub stdout_bytes: u64,
+}
+
+/// Runs `cmd` to completion (killed after `timeout`), reaping it with wait4 for its
+/// peak RSS; fails unless it exits with one of `ok`.
+pub fn run_measured(cmd: &mut Command, timeout: Duration, ok: &[i32]) -> Result<Measured> {
+    let (out, mut err) = (tempfile::tempfile()?, tempfile::tempfile()?);
+    cmd.stdout(out.try_clone()?).stderr(err.try_clone()?);
+    let start = Instant::now();
+    let mut child = cmd.spawn().with_context(|| format!("run {cmd:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: wait4 on our own child, which nothing else reaps, with valid pointers.
+        let got = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if got == pid {
+            break (status, usage);
+        }
+        if got < 0 {
+            bail!("wait4 {cmd:?}: {}", std::io::Error::last_os_error());
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("{cmd:?} did not finish within {timeout:?}; killed");
+        }
+        thread::sleep(Duration::from_millis(1));
+    };
+    let elapsed = start.elapsed();
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    if !ok.contains(&code) {
+        bail!(
+            "{cmd:?} failed ({status:#x}): {}",
+            read_all(&mut err).trim()
+        );
+    }
+    Ok(Measured {
+        elapsed,
+        // Linux reports ru_maxrss in KiB.
+        max_rss_kib: usage.ru_maxrss as u64,
+        stdout_bytes: out.metadata()?.len(),
+    })
+}

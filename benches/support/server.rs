@@ -102,6 +102,15 @@ impl RedisServer {
         Ok(())
     }
 
+    /// INFO memory's `used_memory`: bytes the server's data and buffers take.
+    pub fn used_memory(&self) -> Result<u64> {
+        let info: String = redis::cmd("INFO").arg("memory").query(&mut self.con()?)?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .context("INFO memory without used_memory")
+    }
+
     /// `redis-server --version`, for the report.
     pub fn version() -> String {
         Command::new("redis-server")

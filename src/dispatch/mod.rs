@@ -6,3 +6,6 @@ pub(crate) mod catchup;
 pub mod dispatcher;
 pub(crate) mod recovery;
 pub(crate) mod timefile;
+
+/// The sweep's step, for the benchmark's scale series (the rest of recovery is internal).
+pub use recovery::{sweep, SweepSize, SweepStep, SWEEP_EVERY};
