@@ -38,10 +38,11 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// How many schedules a sweep step looks at: enough that a whole pass takes
 /// `steps` steps (120 steps of 5 s: 10 minutes), at least `least`, and at most `most`,
-/// which caps what one step costs Redis (about 1 µs a schedule; see BENCHMARKS.md, the
-/// scale series). A pass over N schedules so takes max(N/least, steps) steps until N
-/// reaches steps × most (2.4 million), and N/most steps beyond: 10 million schedules
-/// are all looked at within about 42 minutes (it was 500 every 5 s: 28 hours).
+/// which caps what one step costs Redis (3 – 6 µs a schedule at 10 million on this
+/// project's loaded 2-core machine: at most about 30 ms a step, 6 ms a second; see
+/// docs/scale.md). A pass over N schedules so takes max(N/least, steps) steps until N
+/// reaches steps × most (600,000), and N/most steps beyond: 10 million schedules are
+/// all looked at within about 2.8 hours (it was 500 every 5 s: 28 hours).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepSize {
     /// The fewest schedules a step looks at.
@@ -56,7 +57,7 @@ impl SweepSize {
     /// The sizes a dispatcher uses.
     pub const DEFAULT: SweepSize = SweepSize {
         least: 500,
-        most: 20_000,
+        most: 5_000,
         steps: 120,
     };
 
