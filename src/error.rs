@@ -1,6 +1,37 @@
 //! The top-level error of a command and the exit code it maps to.
 
-use crate::{config::ConfigError, jobid::JobIdError, schedule::ScheduleError};
+use std::path::PathBuf;
+
+use crate::{jobid::JobIdError, schedule::ScheduleError};
+
+/// A configuration problem; always an input error (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The named config file could not be read.
+    #[error("cannot read config file {path:?}: {source}")]
+    Read {
+        /// The file named.
+        path: PathBuf,
+        /// Why it could not be read.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or a key is unknown or has the wrong type.
+    #[error("config file {path:?}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// One line naming the key and the problem.
+        message: String,
+    },
+    /// A value is of the right type but not acceptable.
+    #[error("bad config value for {key}: {message}")]
+    Value {
+        /// The key, e.g. `redbike.timezone`.
+        key: &'static str,
+        /// What is wrong and what to do.
+        message: String,
+    },
+}
 
 /// Exit codes of the `redbike` binary (sysexits-style where one fits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,9 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     error::{Error, Result},
-    redis::store::Store,
     status::Status,
-    work::output,
 };
 
 /// Entries kept per job unless `history-limit` says otherwise.
@@ -194,7 +192,7 @@ impl Entry {
         let (host, pid) = origin();
         Entry {
             job: job.to_string(),
-            queue: crate::redis::keys::queue_of(job).to_string(),
+            queue: crate::jobid::queue_of(job).to_string(),
             outcome,
             due: None,
             start: None,
@@ -247,31 +245,8 @@ pub struct RunDetails {
     pub exit: Option<i32>,
     /// The signal that ended it.
     pub signal: Option<i32>,
-    /// The last lines of its output (at most [`TAIL_BYTES`], see [`tail_text`]).
+    /// The last lines of its output (at most [`TAIL_BYTES`], see [`crate::work::output::tail_text`]).
     pub tail: String,
-}
-
-/// The last lines of output as text: whole lines where the tail was cut inside one (the
-/// first, partial line is dropped when a later one exists), each rendered as the log
-/// renders it (binary stays compact), without the final newline.
-pub fn tail_text(tail: &[u8], cut: bool) -> String {
-    let mut bytes = tail;
-    if cut {
-        if let Some(i) = bytes.iter().position(|b| *b == b'\n') {
-            if i + 1 < bytes.len() {
-                bytes = &bytes[i + 1..];
-            }
-        }
-    }
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    if bytes.is_empty() {
-        return String::new();
-    }
-    bytes
-        .split(|b| *b == b'\n')
-        .map(output::render)
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The instant a claimed run was due, from what claim.lua read before it wrote WRK:
@@ -304,15 +279,6 @@ pub struct Query {
     pub limit: Option<usize>,
 }
 
-/// The key a query reads: the job's list, else the recent failures or runs.
-fn source<'k>(keys: &'k crate::redis::keys::Keys, q: &Query) -> std::borrow::Cow<'k, str> {
-    match (&q.job, q.failures) {
-        (Some(job), _) => keys.history(job).into(),
-        (None, true) => keys.recent_failures.as_str().into(),
-        (None, false) => keys.recent_runs.as_str().into(),
-    }
-}
-
 /// Parses stored entries, newest first; an entry that is not ours is skipped with a
 /// warning (named once per call).
 pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
@@ -329,23 +295,6 @@ pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
         crate::log_warn!("{bad} entry(ies) of {key} are not history entries; left out");
     }
     entries
-}
-
-/// Reads the entries a query asks for, newest first. A key of another type is an
-/// error that says so.
-pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
-    let key = source(store.keys, q).into_owned();
-    let raw: Vec<Vec<u8>> = redis::cmd("LRANGE")
-        .arg(&key)
-        .arg(0)
-        .arg(-1)
-        .query(store.con)?;
-    Ok(parse_entries(raw, &key)
-        .into_iter()
-        .filter(|e| !q.failures || e.outcome.is_failure())
-        .filter(|e| q.since.is_none_or(|s| e.end >= s as f64))
-        .take(q.limit.unwrap_or(usize::MAX))
-        .collect())
 }
 
 /// Writes entries as RFC 4180 CSV with the header row.
@@ -377,14 +326,7 @@ pub struct JobHistory {
     pub last_success: Option<Entry>,
 }
 
-/// Adds to `pipe` the read of [`JobHistory`] (one reply; see [`job_history`]): the
-/// job's whole list, bounded by `history-limit`. A success is looked for there rather
-/// than kept apart, which would cost every run one more write.
-pub fn add_job_reads(pipe: &mut redis::Pipeline, keys: &crate::redis::keys::Keys, job: &str) {
-    pipe.cmd("LRANGE").arg(keys.history(job)).arg(0).arg(-1);
-}
-
-/// [`JobHistory`] from the reply of [`add_job_reads`].
+/// [`JobHistory`] from the reply of [`crate::redis::history::add_job_reads`].
 pub fn job_history(runs: Vec<Vec<u8>>, key: &str) -> JobHistory {
     let entries = parse_entries(runs, key);
     JobHistory {
@@ -408,30 +350,6 @@ pub struct Recent {
     pub lateness_p99_seconds: Option<f64>,
     /// Failures (see [`Outcome::is_failure`]) among the entries of the last minute.
     pub recent_failures: u64,
-}
-
-/// Reads the recent figures in one round trip: this minute's and the last minute's
-/// counts, and the recent runs (bounded by [`RECENT_RUNS`]).
-pub fn recent(store: &mut Store<'_>, now: f64) -> Result<Recent> {
-    let k = store.keys;
-    let minute = (now / 60.0).floor() as i64;
-    let minutes = [minute.to_string(), (minute - 1).to_string()];
-    let (counts, raw): (Vec<Option<u64>>, Vec<Vec<u8>>) = redis::pipe()
-        .cmd("HMGET")
-        .arg(&k.runs_per_minute)
-        .arg(&minutes)
-        .lrange(&k.recent_runs, 0, RECENT_RUNS as isize - 1)
-        .query(store.con)?;
-    let counts: Vec<(String, u64)> = minutes
-        .into_iter()
-        .zip(counts)
-        .filter_map(|(m, n)| Some((m, n?)))
-        .collect();
-    Ok(recent_figures(
-        &counts,
-        &parse_entries(raw, &k.recent_runs),
-        now,
-    ))
 }
 
 /// [`Recent`] from the per-minute counts and the recent entries, as of `now`.
@@ -516,16 +434,6 @@ mod tests {
             serde_json::from_str(r#"{"job":"x","queue":"x","outcome":"ok","end":5,"new":1}"#)
                 .unwrap();
         assert_eq!((short.due, short.tail.as_str()), (None, ""));
-    }
-
-    #[test]
-    fn tails_keep_whole_lines() {
-        assert_eq!(tail_text(b"one\ntwo\n", false), "one\ntwo");
-        assert_eq!(tail_text(b"ne\ntwo\nthree", true), "two\nthree");
-        // A single cut line is kept as it is.
-        assert_eq!(tail_text(b"abcdef", true), "abcdef");
-        assert_eq!(tail_text(b"", false), "");
-        assert_eq!(tail_text(&[0; 10], false), "<10 NUL bytes>");
     }
 
     #[test]

@@ -8,15 +8,18 @@
 //!
 //! - `cli/`: the clap definitions and one function per subcommand (`cli/mod.rs`); the
 //!   long help texts the man pages are made from (`cli/help.rs`).
-//! - `redis/`: reaching Redis. The topology (standalone, Sentinel, Cluster) in
-//!   `topology.rs`; connecting in `store.rs` (`connect`, `reach`, `with_store`), with
-//!   retries and backoff in `retry.rs`; the connection a long-running loop keeps, and
-//!   reconnects after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
+//! - `redis/`: reaching Redis. The settings of `[redbike-redis]`, the Redis URL and
+//!   password masking in `settings.rs`; the topology (standalone, Sentinel, Cluster) in
+//!   `topology.rs`, derived once when the configuration is loaded and carried in
+//!   `Config::redis` (an `Access`: settings, prefix, topology) to every connect;
+//!   connecting in `store.rs` (`connect`, `reach`, `with_store`), with retries and
+//!   backoff in `retry.rs`; the connection a long-running loop keeps, and reconnects
+//!   after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
 //!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`,
 //!   and many at once (`load`, `dispatch --schedules`) in `bulk.rs`; the Redis settings
 //!   that lose jobs in `hazards.rs`; the registry of live dispatchers and workers
-//!   (registration, heartbeats, listing) in `registry.rs`. The Redis URL, its settings
-//!   and password masking are still in the top-level `config.rs`.
+//!   (registration, heartbeats, listing) in `registry.rs`; reading run history
+//!   (`redbike history`, `tell`, `stats`) in `history.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
 //!   them. The typed functions that build the arguments of the worker's scripts
@@ -38,6 +41,9 @@
 //!   `claim.lua`); the slot threads (`slots.rs`) and the claimed jobs they share with the
 //!   loop (`pool.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
 //!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
+//! - `history.rs`: run history, what an entry is (`Entry`, `Outcome`), its bounds, and
+//!   the figures made from entries; the scripts write entries, `redis/history.rs` reads
+//!   them.
 //! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
 //!   it in (`Action`, `Mode`); the worker, recovery and `check` decide there.
@@ -56,11 +62,19 @@
 //!   (`jobid.rs`), and per-queue jitter (`jitter.rs`, used by the policy, dispatch and
 //!   load alike).
 //!
-//! Imports point down: `cli` uses everything; `operator`, `dispatch` and `work` use
-//! `redis`, `policy` and the top-level modules, never each other (`operator` reads the
-//! worker's queue syntax from `work`); `policy` uses `jitter`, `schedule`, `status`;
-//! `jitter` uses `jobid` and `schedule`. `config`, `error` and `redis` still import each
-//! other (the Redis settings live in `config.rs`).
+//! Imports point down, in this order (`tests/layers.rs` checks there is no circle):
+//!
+//! 1. `cli` uses everything.
+//! 2. `operator`, `top`, `dispatch` and `work`, never each other (`operator` and `top`
+//!    read the worker's queue syntax from `work`).
+//! 3. `config`: the file, the flags and the environment, merged; it checks the Redis
+//!    settings and derives the topology through `redis`.
+//! 4. `redis`: takes an `Access`, never the whole configuration.
+//! 5. `history` (uses `error`, `jobid`, `log`, `status`), `policy` (uses `jitter`,
+//!    `schedule`, `status`), `jitter` (uses `jobid`, `schedule`), `error` (the error
+//!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
+//!    `shutdown` (uses `log`).
+//! 6. `schedule`, `jobid`, `limits`, `log`, `status`, which use no other module.
 #![deny(missing_docs)]
 
 pub mod cli;

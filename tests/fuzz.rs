@@ -21,9 +21,9 @@
 use chrono_tz::Tz;
 use proptest::{prelude::*, test_runner::Config};
 use redbike::{
-    config::mask_url,
     jobid,
     operator::csvio::{read_schedules_from, SortedCsv},
+    redis::settings::mask_url,
     schedule::timestamp::{self, MAX_UNIX},
     schedule::{Rule, Schedule},
 };

@@ -505,8 +505,8 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
     let placement = jitter::placement(&schedule, reference, config.timezone, offset)
         .map_err(rule_error(text))?;
     let item = PlaceItem::new(id, &schedule, text, placement);
-    let probe = Probe::of(config);
-    let placed = with_store(config, |store| {
+    let probe = Probe::of(&config.redis);
+    let placed = with_store(&config.redis, |store| {
         hazards::before_writing(store.con, &probe, 1)?;
         store
             .place(&item, timestamp::now())
@@ -630,7 +630,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
-    if with_store(config, |store| store.unset(id))? {
+    if with_store(&config.redis, |store| store.unset(id))? {
         print_line(&format!("{id}: unset"))?;
     } else {
         print_line(&format!(
@@ -642,7 +642,7 @@ fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
 
 fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let info = with_store(config, |store| store.tell(id))?;
+    let info = with_store(&config.redis, |store| store.tell(id))?;
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
     print_line(&json)?;
@@ -657,7 +657,9 @@ fn cmd_history(
     if let Some(id) = &query.job {
         jobid::validate(id)?;
     }
-    let entries = with_store(config, |store| crate::history::read(store, query))?;
+    let entries = with_store(&config.redis, |store| {
+        crate::redis::history::read(store, query)
+    })?;
     match format {
         HistoryFormat::Csv => crate::history::write_csv(&entries, out())?,
         HistoryFormat::Json => crate::history::write_json(&entries, out())?,
@@ -672,7 +674,7 @@ fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
             "bad fencing token {token:?}: give the whole number the job got in REDBIKE_FENCING_TOKEN"
         ))
     })?;
-    if with_store(config, |store| store.holds_lease(id, token))? {
+    if with_store(&config.redis, |store| store.holds_lease(id, token))? {
         Ok(ExitCode::Success)
     } else {
         Ok(ExitCode::Failure)
@@ -682,7 +684,7 @@ fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
 fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    with_store(config, |store| {
+    with_store(&config.redis, |store| {
         let key = store.keys.statuses.clone();
         store.scan_hash(&key, |id, raw| {
             match Status::parse(&String::from_utf8_lossy(&raw)) {
@@ -707,7 +709,7 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
 
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    with_store(config, |store| {
+    with_store(&config.redis, |store| {
         crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
     })?;
     sorted.finish(out())?;
@@ -721,7 +723,7 @@ fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
             "unknown control signal {signal:?}; use HALT or RESUME"
         )));
     }
-    with_store(config, |store| {
+    with_store(&config.redis, |store| {
         if signal == "HALT" {
             store.control("HALT")
         } else {
@@ -815,8 +817,8 @@ fn plan_file(
 fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
     let items = plan_file(config, file, after)?;
-    let probe = Probe::of(config);
-    let n = with_store(config, |store| loader::load(store, &items, &probe))?;
+    let probe = Probe::of(&config.redis);
+    let n = with_store(&config.redis, |store| loader::load(store, &items, &probe))?;
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }
@@ -882,7 +884,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         // A round trip may wait this long for the replicas; three of them must fit in
         // the fencing interval, or every running job is fenced while a replica lags.
         if Duration::from_millis(ms * 3) >= settings.fence_after {
-            return Err(crate::config::ConfigError::Value {
+            return Err(crate::error::ConfigError::Value {
                 key: "redbike-redis.wait-timeout-ms",
                 message: format!(
                     "{ms} ms is too long for a fencing interval of {} s: give less than a third of fence-after",
@@ -923,9 +925,9 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());
     let mut write_error = None;
-    let probe = Probe::of(config);
+    let probe = Probe::of(&config.redis);
     let mut health = Err(String::new());
-    let summary = with_store(config, |store| {
+    let summary = with_store(&config.redis, |store| {
         health = probe.query(store.con)?;
         let emit = |f: &check::Finding| {
             if let Err(e) = rows
@@ -1001,8 +1003,8 @@ fn cmd_stats(
         scan,
         overdue_after: config.overdue_after,
     };
-    let probe = Probe::of(config);
-    let figures = with_store(config, |store| {
+    let probe = Probe::of(&config.redis);
+    let figures = with_store(&config.redis, |store| {
         stats::collect(store, &opts, &probe, timestamp::now())
     })?;
     out()
@@ -1012,7 +1014,7 @@ fn cmd_stats(
 }
 
 fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
-    let listed = with_store(config, |store| Ok(registry::list(store)?))?;
+    let listed = with_store(&config.redis, |store| Ok(registry::list(store)?))?;
     let text = ps::render(&listed, format, timestamp::now())?;
     out()
         .write_all(&text)

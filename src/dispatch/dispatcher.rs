@@ -145,15 +145,21 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         let _ = tx.send(());
     });
     let keys = Keys::new(&config.prefix);
-    let mut link = Link::new(config, "dispatcher");
+    let mut link = Link::new(&config.redis, "dispatcher");
     let mut started = false;
     let mut timefile_trouble = Trouble::new("dispatcher");
     let mut timefile_retry = Instant::now();
     let mut written = None;
     let mut odd_logged = false;
     let mut recovery = Recovery::new(config.policy(), config.history_limit);
-    let mut watch = Watch::new(config, "dispatcher");
-    let mut registration = Registration::new(config, registry::DISPATCHER, Vec::new(), None);
+    let mut watch = Watch::new(&config.redis, "dispatcher");
+    let mut registration = Registration::new(
+        &config.redis,
+        config.heartbeat_ttl,
+        registry::DISPATCHER,
+        Vec::new(),
+        None,
+    );
     while !shutdown.requested() {
         // An error that retrying cannot fix, before any pass worked: a dispatcher that
         // can never pass exits (EX_CONFIG) rather than retry for ever.
@@ -169,7 +175,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         };
         let mut store = Store { con, keys: &keys };
         if !started {
-            let started_up = start(&mut store, &options.preload, &Probe::of(config))
+            let started_up = start(&mut store, &options.preload, &Probe::of(&config.redis))
                 .and_then(|()| Ok(registration.register(store.con)?));
             if let Err(e) = started_up {
                 link_failed(&mut link, e)?;
@@ -314,20 +320,25 @@ fn spawn_listener(
 ) -> Result<()> {
     let timeline = keys.timeline_wake.clone();
     let channels = vec![keys.timeline_wake.clone(), keys.control_wake.clone()];
-    listener::spawn(config.clone(), channels, shutdown.clone(), move |heard| {
-        let due_now = match heard {
-            Heard::Message { channel, payload } if channel == timeline => {
-                std::str::from_utf8(&payload)
-                    .ok()
-                    .and_then(|s| s.parse::<i64>().ok())
-                    .is_none_or(|ts| ts <= timestamp::now())
+    listener::spawn(
+        config.redis.clone(),
+        channels,
+        shutdown.clone(),
+        move |heard| {
+            let due_now = match heard {
+                Heard::Message { channel, payload } if channel == timeline => {
+                    std::str::from_utf8(&payload)
+                        .ok()
+                        .and_then(|s| s.parse::<i64>().ok())
+                        .is_none_or(|ts| ts <= timestamp::now())
+                }
+                _ => true,
+            };
+            if due_now {
+                let _ = tx.send(());
             }
-            _ => true,
-        };
-        if due_now {
-            let _ = tx.send(());
-        }
-    })
+        },
+    )
     .map_err(|e| Error::io("cannot start the listener thread", e))?;
     Ok(())
 }

@@ -12,7 +12,6 @@ use crate::{
     redis::hazards::{Health, Probe},
     redis::link::CONNECT_TIMEOUT,
     redis::store,
-    redis::topology::Topology,
 };
 
 /// PINGs sent to measure the round trip; the median is reported.
@@ -82,25 +81,26 @@ impl fmt::Display for Report {
 
 /// Connects as every other command would and reports on the server reached.
 pub fn ping(config: &Config) -> Result<Report> {
-    let topology = Topology::of(config)?;
-    let mut reached = store::reach(config, CONNECT_TIMEOUT)?;
+    let topology = &config.redis.topology;
+    let mut reached = store::reach(&config.redis, CONNECT_TIMEOUT)?;
     let (role, version) = hello(&mut reached.con);
     Ok(Report {
         server: reached.server,
         mode: topology.mode.name(),
-        master_name: topology.master_name,
+        master_name: topology.master_name.clone(),
         slot: reached.slot,
         role,
         version,
         tls: topology.tls,
         user: config
             .redis
+            .settings
             .username
             .clone()
             .unwrap_or_else(|| "default".into()),
         prefix: config.prefix.clone(),
         latency_ms: latency_ms(&mut reached.con)?,
-        health: Probe::of(config).query(&mut reached.con)?,
+        health: Probe::of(&config.redis).query(&mut reached.con)?,
     })
 }
 

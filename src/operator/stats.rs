@@ -150,7 +150,7 @@ pub struct Queue {
 pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -> Result<Stats> {
     let mut stats = read_cheap(store, now, opts.overdue_after)?;
     stats.redis = probe.query(store.con)?.ok();
-    stats.recent_runs = crate::history::recent(store, timestamp::now_precise())?;
+    stats.recent_runs = crate::redis::history::recent(store, timestamp::now_precise())?;
     let mut names: BTreeSet<String> = opts.queues.iter().cloned().collect();
     if opts.scan {
         let found = scan_work_keys(store)?;

@@ -19,9 +19,8 @@ use redis::{Connection, Pipeline, RedisError, RedisResult, Value};
 use serde::Serialize;
 
 use crate::{
-    config::Config,
     error::{Error, Result},
-    redis::store::Store,
+    redis::{store::Store, topology::Access},
     schedule::timestamp,
 };
 
@@ -297,9 +296,9 @@ impl Default for Probe {
 }
 
 impl Probe {
-    /// The probe for the user `config` connects as.
-    pub fn of(config: &Config) -> Probe {
-        let info = config.redis.connection_info().ok();
+    /// The probe for the user `access` connects as.
+    pub fn of(access: &Access) -> Probe {
+        let info = access.settings.connection_info().ok();
         let user = info.as_ref().and_then(|i| i.redis_settings().username());
         Probe {
             config_get: user.is_none_or(|u| u == "default"),
@@ -468,10 +467,10 @@ pub struct Watch {
 
 impl Watch {
     /// A watch whose first look is due at once.
-    pub fn new(config: &Config, who: &'static str) -> Watch {
+    pub fn new(access: &Access, who: &'static str) -> Watch {
         Watch {
             who,
-            probe: Probe::of(config),
+            probe: Probe::of(access),
             next: Instant::now(),
             seen: None,
             refused: false,

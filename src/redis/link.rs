@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use redis::{Connection, RedisError};
 
 use crate::{
-    config::Config,
     error::{cannot_fix, describe_redis, is_connection_error, Error},
     redis::retry::Trouble,
+    redis::settings::mask_urls_in,
     redis::store,
-    redis::topology::{self, must_reconnect, Topology},
+    redis::topology::{self, must_reconnect, Access},
 };
 
 /// How long a loop waits to connect before it gets on with its other duties.
@@ -24,7 +24,7 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The connection state of one loop.
 pub struct Link {
     /// Where to connect.
-    config: Config,
+    access: Access,
     /// Who is talking, for log lines (`dispatcher`, `worker`).
     who: &'static str,
     /// The connection while it is up.
@@ -49,9 +49,9 @@ pub struct Link {
 
 impl Link {
     /// A link that connects on first use.
-    pub fn new(config: &Config, who: &'static str) -> Link {
+    pub fn new(access: &Access, who: &'static str) -> Link {
         Link {
-            config: config.clone(),
+            access: access.clone(),
             who,
             con: None,
             retry_at: Instant::now(),
@@ -79,7 +79,7 @@ impl Link {
         }
         if self.con.is_none() {
             self.switches = topology::master_switches();
-            match store::reach(&self.config, CONNECT_TIMEOUT) {
+            match store::reach(&self.access, CONNECT_TIMEOUT) {
                 Ok(reached) => {
                     let _ = reached.con.set_read_timeout(Some(REPLY_TIMEOUT));
                     self.con = Some(reached.con);
@@ -87,7 +87,7 @@ impl Link {
                     self.fresh = true;
                 }
                 Err(Error::Unreachable { reason, .. }) => {
-                    let url = self.config.redis.display_url();
+                    let url = self.access.display_url();
                     self.down(&format!("redis at {url} failed: {reason}"));
                 }
                 Err(e @ Error::Refused { .. }) => {
@@ -119,14 +119,14 @@ impl Link {
     pub fn failed(&mut self, e: &RedisError) {
         if is_connection_error(e) || must_reconnect(e) {
             self.con = None;
-            let url = self.config.redis.display_url();
-            let text = crate::config::mask_urls_in(&describe_redis(e));
+            let url = self.access.display_url();
+            let text = mask_urls_in(&describe_redis(e));
             self.down(&format!("redis at {url} failed: {text}"));
             return;
         }
         // Redis answered: not an outage, but the command cannot do its work.
         self.outage = false;
-        let text = crate::config::mask_urls_in(&describe_redis(e));
+        let text = mask_urls_in(&describe_redis(e));
         let message = format!("redis refused a command: {text}");
         if cannot_fix(e).is_some() {
             self.cannot_fix(&kind_of(e), &message, Error::Redis(e.clone()));
@@ -140,23 +140,22 @@ impl Link {
     /// it owes are lost, so it is dropped and connected anew with backoff.
     pub fn lost(&mut self, e: &RedisError) {
         self.con = None;
-        let url = self.config.redis.display_url();
-        let text = crate::config::mask_urls_in(&describe_redis(e));
+        let url = self.access.display_url();
+        let text = mask_urls_in(&describe_redis(e));
         self.down(&format!("redis at {url} failed: {text}"));
     }
 
     /// Whether the Sentinels vouch for the server connected to as the master, with no
     /// failover going on (see [`crate::redis::topology::Topology::sentinels_confirm`]).
     pub fn sentinels_confirm(&self) -> bool {
-        self.con.is_some()
-            && Topology::of(&self.config).is_ok_and(|t| t.sentinels_confirm(&self.server))
+        self.con.is_some() && self.access.topology.sentinels_confirm(&self.server)
     }
 
     /// Reports writes that replicas did not acknowledge (`wait-replicas`): perhaps a
     /// failover, so connect anew (asking the Sentinels again) after a backoff.
     pub fn unconfirmed(&mut self) {
         self.con = None;
-        let url = self.config.redis.display_url();
+        let url = self.access.display_url();
         self.down(&format!(
             "redis at {url}: writes not acknowledged by replicas (wait-replicas)"
         ));
@@ -206,7 +205,7 @@ impl Link {
                 crate::log_info!(
                     "{}: redis at {} is back after {:.1}s; carrying on",
                     self.who,
-                    self.config.redis.display_url(),
+                    self.access.display_url(),
                     t.as_secs_f64()
                 );
             } else {

@@ -6,11 +6,10 @@ use std::{sync::Arc, time::Duration};
 use redis::Connection;
 
 use crate::{
-    config::Config,
     error::{cannot_fix, describe_redis, is_connection_error},
     redis::link::kind_of,
     redis::retry,
-    redis::topology::{self, Topology},
+    redis::topology::{self, Access, Topology},
     shutdown::Shutdown,
 };
 
@@ -32,25 +31,24 @@ pub enum Heard {
 /// thread listens to the sentinels for `+switch-master` (reported as
 /// [`Heard::Connected`], since the new master's messages start then).
 pub fn spawn(
-    config: Config,
+    access: Access,
     channels: Vec<String>,
     shutdown: Shutdown,
     on_heard: impl Fn(Heard) + Send + Sync + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let on_heard = Arc::new(on_heard);
-    if let Ok(plan) = Topology::of(&config) {
-        if plan.master_name.is_some() {
-            let (shutdown, on_heard) = (shutdown.clone(), on_heard.clone());
-            std::thread::Builder::new()
-                .name("sentinel-watch".into())
-                .spawn(move || watch_switches(&plan, &shutdown, &*on_heard))?;
-        }
+    if access.topology.master_name.is_some() {
+        let plan = access.topology.clone();
+        let (shutdown, on_heard) = (shutdown.clone(), on_heard.clone());
+        std::thread::Builder::new()
+            .name("sentinel-watch".into())
+            .spawn(move || watch_switches(&plan, &shutdown, &*on_heard))?;
     }
     std::thread::Builder::new()
         .name("listener".into())
         .spawn(move || {
             let mut trouble = retry::Trouble::new("listener");
-            while let Some(mut con) = retry::connect(&config, &shutdown, None) {
+            while let Some(mut con) = retry::connect(&access, &shutdown, None) {
                 let switches = topology::master_switches();
                 let subscribed = subscribe(&mut con, &channels)
                     // Short reads so a stop request is seen within a second.

@@ -6,11 +6,13 @@
 
 pub(crate) mod bulk;
 pub mod hazards;
+pub(crate) mod history;
 pub mod keys;
 pub(crate) mod link;
 pub(crate) mod listener;
 pub mod registry;
 pub(crate) mod retry;
 pub mod scripts;
+pub mod settings;
 pub mod store;
 pub mod topology;

@@ -21,9 +21,8 @@ use redis::{Connection, Pipeline, RedisResult, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    config::Config,
     error::is_connection_error,
-    redis::{scripts, store::Store},
+    redis::{scripts, store::Store, topology::Access},
     schedule::timestamp,
 };
 
@@ -86,7 +85,8 @@ pub struct Registration {
 impl Registration {
     /// The registration of this process as a `kind` working `queues`.
     pub fn new(
-        config: &Config,
+        access: &Access,
+        ttl: u64,
         kind: &str,
         queues: Vec<String>,
         concurrency: Option<usize>,
@@ -94,12 +94,12 @@ impl Registration {
         let host = host_name();
         let pid = std::process::id();
         let id = format!("{host}-{pid}-{:08x}", rand::random::<u32>());
-        let keys = crate::redis::keys::Keys::new(&config.prefix);
+        let keys = crate::redis::keys::Keys::new(&access.prefix);
         let now = timestamp::now();
         Registration {
             key: keys.proc(&id),
             procs: keys.procs,
-            prefix: config.prefix.clone(),
+            prefix: access.prefix.clone(),
             description: Description {
                 id,
                 kind: kind.to_string(),
@@ -110,7 +110,7 @@ impl Registration {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 started: now,
                 heartbeat: now,
-                ttl: config.heartbeat_ttl,
+                ttl,
             },
             next: Instant::now(),
             failing: None,

@@ -5,7 +5,10 @@ use std::time::{Duration, Instant};
 
 use redis::Connection;
 
-use crate::{config::Config, redis::store, shutdown::Shutdown};
+use crate::{
+    redis::{store, topology::Access},
+    shutdown::Shutdown,
+};
 
 /// How long long-running loops wait for a reply before they treat Redis as gone.
 pub const LOOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -137,16 +140,16 @@ enum Line {
 /// Connects, retrying with [`Backoff`] until it works or a stop is requested (`None`).
 /// Logs one line when the first attempt fails and one when it finally works, unless
 /// `who` is `None` (a helper whose outage the main loop reports already).
-pub fn connect(config: &Config, shutdown: &Shutdown, who: Option<&str>) -> Option<Connection> {
+pub fn connect(access: &Access, shutdown: &Shutdown, who: Option<&str>) -> Option<Connection> {
     let mut backoff = Backoff::new();
     let mut down_since: Option<Instant> = None;
     while !shutdown.requested() {
-        match store::connect(config, LOOP_TIMEOUT) {
+        match store::connect(access, LOOP_TIMEOUT) {
             Ok(con) => {
                 if let (Some(t), Some(who)) = (down_since, who) {
                     crate::log_info!(
                         "{who}: redis at {} is reachable again after {:.1}s",
-                        config.redis.display_url(),
+                        access.display_url(),
                         t.elapsed().as_secs_f64()
                     );
                 }

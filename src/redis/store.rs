@@ -7,12 +7,12 @@ use redis::{Commands, Connection};
 use serde::Serialize;
 
 use crate::{
-    config::Config,
     error::{Error, Result},
     policy::Action,
     redis::keys::{queue_of, Keys},
     redis::scripts,
-    redis::topology::{must_reconnect, Mode, Reached, Topology},
+    redis::settings::mask_urls_in,
+    redis::topology::{must_reconnect, Access, Mode, Reached},
     schedule::{Placement, Schedule},
 };
 
@@ -150,21 +150,16 @@ pub struct Store<'a> {
 }
 
 /// Opens a connection, mapping failure to [`Error::Unreachable`] (exit 69).
-pub fn connect(config: &Config, timeout: Duration) -> Result<Connection> {
-    reach(config, timeout).map(|reached| reached.con)
+pub fn connect(access: &Access, timeout: Duration) -> Result<Connection> {
+    reach(access, timeout).map(|reached| reached.con)
 }
 
 /// Opens a connection to the server the configured topology leads to (the Sentinels'
 /// master, the cluster node of the prefix's slot), and says which one it is.
-pub fn reach(config: &Config, timeout: Duration) -> Result<Reached> {
-    reach_with(&Topology::of(config)?, config, timeout)
-}
-
-/// [`reach`] with a topology already planned from `config`.
-fn reach_with(topology: &Topology, config: &Config, timeout: Duration) -> Result<Reached> {
-    topology.connect(timeout).map_err(|e| {
-        let url = config.redis.display_url();
-        let reason = crate::config::mask_urls_in(&e.reason);
+pub fn reach(access: &Access, timeout: Duration) -> Result<Reached> {
+    access.topology.connect(timeout).map_err(|e| {
+        let url = access.display_url();
+        let reason = mask_urls_in(&e.reason);
         match e.cannot_fix {
             Some(hint) => Error::Refused { url, reason, hint },
             None => Error::Unreachable { url, reason },
@@ -229,15 +224,15 @@ const FAILOVER_PATIENCE: Duration = Duration::from_secs(15);
 /// turns out to be a demoted master (READONLY) or the acknowledgements do not come (a
 /// failover is going on), it connects anew, which asks the Sentinels again, and runs
 /// `f` again; every command's writes are idempotent, so a repeat is harmless.
-pub fn with_store<T>(config: &Config, mut f: impl FnMut(&mut Store<'_>) -> Result<T>) -> Result<T> {
-    let keys = Keys::new(&config.prefix);
+pub fn with_store<T>(access: &Access, mut f: impl FnMut(&mut Store<'_>) -> Result<T>) -> Result<T> {
+    let keys = Keys::new(&access.prefix);
     let deadline = Instant::now() + FAILOVER_PATIENCE;
     // A single server that is down stays down: fail at once. Sentinels or a cluster
     // may be between two masters for a few seconds.
-    let topology = Topology::of(config)?;
+    let topology = &access.topology;
     let patient = topology.mode != Mode::Standalone;
     loop {
-        let (mut con, server) = match reach_with(&topology, config, COMMAND_TIMEOUT) {
+        let (mut con, server) = match reach(access, COMMAND_TIMEOUT) {
             Ok(reached) => (reached.con, reached.server),
             // A refusal (wrong password, missing database) is no failover: fail at once.
             Err(Error::Unreachable { .. }) if patient && Instant::now() < deadline => {
@@ -253,7 +248,7 @@ pub fn with_store<T>(config: &Config, mut f: impl FnMut(&mut Store<'_>) -> Resul
         let retry = match outcome {
             Err(Error::Redis(e)) if must_reconnect(&e) => Error::Redis(e),
             Err(e) => return Err(e),
-            Ok(value) => match acknowledged(&mut con, config)? {
+            Ok(value) => match acknowledged(&mut con, access)? {
                 None => return Ok(value),
                 Some(_) if topology.sentinels_confirm(&server) => return Ok(value),
                 Some(short) => short,
@@ -268,8 +263,8 @@ pub fn with_store<T>(config: &Config, mut f: impl FnMut(&mut Store<'_>) -> Resul
 
 /// Waits for `wait-replicas` acknowledgements of this connection's writes; `None` when
 /// they came (or none are asked for), else the error to report if they never do.
-pub fn acknowledged(con: &mut Connection, config: &Config) -> Result<Option<Error>> {
-    let Some((wanted, ms)) = config.redis.wait() else {
+pub fn acknowledged(con: &mut Connection, access: &Access) -> Result<Option<Error>> {
+    let Some((wanted, ms)) = access.wait() else {
         return Ok(None);
     };
     let got: u32 = redis::cmd("WAIT").arg(wanted).arg(ms).query(con)?;
@@ -481,7 +476,7 @@ impl Store<'_> {
             .hget(&self.keys.failures, jobid)
             .hget(&self.keys.paused, jobid)
             .hexists(&self.keys.rerun, jobid);
-        crate::history::add_job_reads(&mut pipe, self.keys, jobid);
+        crate::redis::history::add_job_reads(&mut pipe, self.keys, jobid);
         let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, runs): Reply =
             pipe.query(self.con)?;
         let next_run = score.map(|s| s as i64);

@@ -16,7 +16,10 @@ use std::{
 
 use redis::{Connection, ConnectionAddr, ConnectionInfo, RedisConnectionInfo};
 
-use crate::config::{Config, ConfigError};
+use crate::{
+    error::ConfigError,
+    redis::settings::{mask_urls_in, RedisSettings},
+};
 
 /// Master switches announced by the Sentinels (`+switch-master`) since the process
 /// started; connections made before the latest switch are dropped and made anew.
@@ -82,6 +85,43 @@ pub struct Topology {
     tls_files: TlsFiles,
 }
 
+/// How this process reaches its prefix's Redis: the settings as given, the prefix, and
+/// the topology derived from both once, when the configuration is loaded, and carried
+/// from there to every connect.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// `[redbike-redis]`, or what `--redis-url` made of it.
+    pub settings: RedisSettings,
+    /// The key prefix, the same as [`crate::config::Config::prefix`].
+    pub prefix: String,
+    /// Where the server is and how to talk to it.
+    pub topology: Topology,
+}
+
+impl Access {
+    /// Checks `settings` for `prefix` and derives the topology; every problem is a
+    /// [`ConfigError`] naming the key.
+    pub fn new(settings: RedisSettings, prefix: &str) -> Result<Access, ConfigError> {
+        let topology = Topology::of(&settings, prefix)?;
+        Ok(Access {
+            settings,
+            prefix: prefix.to_string(),
+            topology,
+        })
+    }
+
+    /// The URL to show in logs and errors, with any password masked.
+    pub fn display_url(&self) -> String {
+        self.settings.display_url()
+    }
+
+    /// The write acknowledgement wanted: replicas and milliseconds (see
+    /// [`RedisSettings::wait`]).
+    pub fn wait(&self) -> Option<(u32, u64)> {
+        self.settings.wait()
+    }
+}
+
 /// A connection and where it ended up.
 pub struct Reached {
     /// The connection.
@@ -127,8 +167,7 @@ fn bad(key: &'static str, message: impl Into<String>) -> ConfigError {
 impl Topology {
     /// Checks the settings of `config` and makes the plan; every problem is a
     /// [`ConfigError`] naming the key.
-    pub fn of(config: &Config) -> Result<Topology, ConfigError> {
-        let r = &config.redis;
+    pub fn of(r: &RedisSettings, prefix: &str) -> Result<Topology, ConfigError> {
         let one_server = r.url.is_some() || r.host.is_some() || r.port.is_some();
         let mode = match (&r.sentinels, &r.cluster_nodes) {
             (Some(_), Some(_)) => {
@@ -158,7 +197,7 @@ impl Topology {
         }
         let server = r.connection_info()?;
         let tls = tls_wanted(r.tls, server.addr())?;
-        let tls_files = tls_files(config, tls)?;
+        let tls_files = tls_files(r, tls)?;
         let insecure = r.tls_insecure.unwrap_or(false) || is_insecure(server.addr());
         let mut plan = Topology {
             mode,
@@ -171,14 +210,13 @@ impl Topology {
         };
         match mode {
             Mode::Standalone => plan.targets.push(plan.server.clone()),
-            Mode::Sentinel => plan.plan_sentinel(config, insecure)?,
-            Mode::Cluster => plan.plan_cluster(config, insecure)?,
+            Mode::Sentinel => plan.plan_sentinel(r, insecure)?,
+            Mode::Cluster => plan.plan_cluster(r, prefix, insecure)?,
         }
         Ok(plan)
     }
 
-    fn plan_sentinel(&mut self, config: &Config, insecure: bool) -> Result<(), ConfigError> {
-        let r = &config.redis;
+    fn plan_sentinel(&mut self, r: &RedisSettings, insecure: bool) -> Result<(), ConfigError> {
         self.master_name = Some(r.master_name.clone().filter(|n| !n.is_empty()).ok_or_else(
             || {
                 bad(
@@ -205,25 +243,30 @@ impl Topology {
         Ok(())
     }
 
-    fn plan_cluster(&mut self, config: &Config, insecure: bool) -> Result<(), ConfigError> {
+    fn plan_cluster(
+        &mut self,
+        r: &RedisSettings,
+        prefix: &str,
+        insecure: bool,
+    ) -> Result<(), ConfigError> {
         if self.server.redis_settings().db() != 0 {
             return Err(bad(
                 "redbike-redis.db",
                 "a Redis Cluster has only database 0; leave db out",
             ));
         }
-        let tag = hash_tag(&config.prefix).ok_or_else(|| {
+        let tag = hash_tag(prefix).ok_or_else(|| {
             bad(
                 "redbike.prefix",
                 format!(
                     "{:?} has no hash tag; on a Redis Cluster all keys of a prefix must share one hash slot so the scripts can use them together: use a prefix such as \"{{{}}}\"",
-                    config.prefix,
-                    config.prefix.replace(['{', '}'], "")
+                    prefix,
+                    prefix.replace(['{', '}'], "")
                 ),
             )
         })?;
         self.hash_tag = Some(tag.to_string());
-        let nodes = config.redis.cluster_nodes.as_deref().unwrap_or_default();
+        let nodes = r.cluster_nodes.as_deref().unwrap_or_default();
         self.targets = addresses("redbike-redis.cluster-nodes", nodes)?
             .into_iter()
             .map(|(host, port)| {
@@ -436,7 +479,7 @@ fn connect_failure(e: &redis::RedisError, timeout: Duration) -> String {
             timeout.as_secs_f64()
         )
     } else {
-        crate::config::mask_urls_in(&crate::error::redis_text(e))
+        mask_urls_in(&crate::error::redis_text(e))
     }
 }
 
@@ -503,8 +546,7 @@ fn tls_wanted(tls: Option<bool>, addr: &ConnectionAddr) -> Result<bool, ConfigEr
     }
 }
 
-fn tls_files(config: &Config, tls: bool) -> Result<TlsFiles, ConfigError> {
-    let r = &config.redis;
+fn tls_files(r: &RedisSettings, tls: bool) -> Result<TlsFiles, ConfigError> {
     let given = r.tls_ca.is_some() || r.tls_cert.is_some() || r.tls_key.is_some();
     if !tls && (given || r.tls_insecure == Some(true)) {
         return Err(bad(

@@ -97,8 +97,8 @@ fn describe_server(topology: &Topology, server: &str) -> String {
 /// Reads once (twice when jobs name queues not planned, so that they get figures)
 /// and prints the frame.
 fn print_once(config: &Config, mut plan: Plan) -> Result<()> {
-    let topology = Topology::of(config)?;
-    let mut reached = store::reach(config, store::COMMAND_TIMEOUT)?;
+    let topology = &config.redis.topology;
+    let mut reached = store::reach(&config.redis, store::COMMAND_TIMEOUT)?;
     let keys = Keys::new(&config.prefix);
     let now = timestamp::now();
     let (mut snap, _) = snapshot::read(&mut reached.con, &keys, &plan, now, None)?;
@@ -107,7 +107,7 @@ fn print_once(config: &Config, mut plan: Plan) -> Result<()> {
         snap = snapshot::read(&mut reached.con, &keys, &plan, now, None)?.0;
     }
     let mut app = App::new(false, now);
-    app.connection.server = describe_server(&topology, &reached.server);
+    app.connection.server = describe_server(topology, &reached.server);
     app.update(snap);
     let width = std::env::var("COLUMNS")
         .ok()
@@ -149,7 +149,7 @@ enum Reply {
 
 /// The live view: until q, Ctrl-C or a stop signal.
 fn live(config: &Config, plan: Plan) -> Result<()> {
-    let topology = Topology::of(config)?;
+    let topology = config.redis.topology.clone();
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(false)
@@ -344,7 +344,7 @@ impl Reader {
             if Instant::now() < self.retry_at {
                 return Err(Error::Input("waiting to reconnect".into()));
             }
-            match store::reach(&self.config, TIMEOUT) {
+            match store::reach(&self.config.redis, TIMEOUT) {
                 Ok(reached) => {
                     let _ = reached.con.set_read_timeout(Some(TIMEOUT));
                     self.server = describe_server(&self.topology, &reached.server);
@@ -408,7 +408,10 @@ impl Reader {
                     other => other.to_string(),
                 };
                 let since = *self.down_since.get_or_insert(now);
-                Ok(Reply::Down(since, crate::config::mask_urls_in(&why)))
+                Ok(Reply::Down(
+                    since,
+                    crate::redis::settings::mask_urls_in(&why),
+                ))
             }
         }
     }

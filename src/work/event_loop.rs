@@ -102,7 +102,8 @@ pub fn run(
     let pool = Arc::new(Pool::new(settings.concurrency));
     let slots = spawn_slots(&runner, settings.concurrency, &pool, &tx)?;
     let registration = Registration::new(
-        config,
+        &config.redis,
+        config.heartbeat_ttl,
         registry::WORKER,
         cycle.queues.clone(),
         Some(settings.concurrency),
@@ -116,8 +117,8 @@ pub fn run(
         claims: Claims::new(cycle),
         outbox: Outbox::default(),
         in_flight: VecDeque::new(),
-        link: Link::new(config, "worker"),
-        watch: Watch::new(config, "worker"),
+        link: Link::new(&config.redis, "worker"),
+        watch: Watch::new(&config.redis, "worker"),
         shutdown: shutdown.clone(),
         stopping: false,
         last_poll: None,
@@ -254,7 +255,7 @@ impl Loop {
             .collect();
         channels.push(control.clone());
         listener::spawn(
-            config.clone(),
+            config.redis.clone(),
             channels,
             self.shutdown.clone(),
             move |heard| {

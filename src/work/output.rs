@@ -297,6 +297,29 @@ fn unprintable(c: char) -> bool {
     c.is_control() && c != '\t' && c != '\r'
 }
 
+/// The last lines of output as text: whole lines where the tail was cut inside one (the
+/// first, partial line is dropped when a later one exists), each rendered as the log
+/// renders it (binary stays compact), without the final newline.
+pub fn tail_text(tail: &[u8], cut: bool) -> String {
+    let mut bytes = tail;
+    if cut {
+        if let Some(i) = bytes.iter().position(|b| *b == b'\n') {
+            if i + 1 < bytes.len() {
+                bytes = &bytes[i + 1..];
+            }
+        }
+    }
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if bytes.is_empty() {
+        return String::new();
+    }
+    bytes
+        .split(|b| *b == b'\n')
+        .map(render)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,5 +463,15 @@ mod tests {
         assert!(OUTPUT_LINE_BYTES.check(d.line_bytes).is_ok());
         assert!(OUTPUT_LOG_LINES.check(d.log_lines).is_ok());
         assert!(OUTPUT_LOG_BYTES.check(d.log_bytes).is_ok());
+    }
+
+    #[test]
+    fn tails_keep_whole_lines() {
+        assert_eq!(tail_text(b"one\ntwo\n", false), "one\ntwo");
+        assert_eq!(tail_text(b"ne\ntwo\nthree", true), "two\nthree");
+        // A single cut line is kept as it is.
+        assert_eq!(tail_text(b"abcdef", true), "abcdef");
+        assert_eq!(tail_text(b"", false), "");
+        assert_eq!(tail_text(&[0; 10], false), "<10 NUL bytes>");
     }
 }

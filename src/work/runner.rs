@@ -28,7 +28,7 @@ use crate::{
     policy::Outcome,
     work::api::{Job, JobRunner},
     work::guard::Guard,
-    work::output::RunOutput,
+    work::output::{tail_text, RunOutput},
     work::spawn::{Child, Spawner},
 };
 
@@ -419,7 +419,7 @@ impl JobRunner for CommandRunner {
         self.track(job, None);
         let cut = tail.len() > history::TAIL_BYTES;
         let mut details = RunDetails {
-            tail: history::tail_text(&tail[tail.len().saturating_sub(history::TAIL_BYTES)..], cut),
+            tail: tail_text(&tail[tail.len().saturating_sub(history::TAIL_BYTES)..], cut),
             ..RunDetails::default()
         };
         let outcome = match child.wait() {
