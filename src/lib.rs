@@ -91,6 +91,6 @@ mod policy;
 pub mod redis;
 pub mod schedule;
 pub mod shutdown;
-pub mod status;
+pub(crate) mod status;
 pub mod top;
 pub mod work;

@@ -1,30 +1,38 @@
 //! Status values: `EVENT:UNIXSECONDS` in `P-statuses`.
+//!
+//! | Event | Meaning | Written by |
+//! |-------|---------|------------|
+//! | `TML` | entered the timeline | the scripts (`common.lua`) |
+//! | `ENQ` | entered a work queue | the scripts; read by `stats` and `top` |
+//! | `BAD` | the schedule failed to parse | the scripts |
+//! | `WRK` | picked up by a worker | the scripts; read by `top` |
+//! | `STP` | stopped: STOP schedule, exhausted rule, or the job asked to stop | the scripts |
+//! | `DIE` | the job failed | the after-run policy |
+//! | `TMO` | ran past its timeout and was stopped (new in this implementation) | the after-run policy |
+//! | `INT` | still running when its worker stopped (HALT, a stop signal), stopped after the grace period (new) | the after-run policy |
+//! | `REC` | its worker vanished mid-run and the job was put back (new) | the after-run policy |
+//! | `FNC` | its worker could not confirm to Redis that the job still ran (frozen, or cut off), stopped it and put it back (new) | the after-run policy |
+//! | `SKP` | the dispatcher skipped a late occurrence (`catch-up = "skip"`) and put the job at its next one, or stopped a one-off (new) | `skip.lua` |
+//!
+//! Only the events Rust code writes or reads have a constant here; the scripts spell
+//! theirs out.
 
-/// Entered the timeline.
-pub const TML: &str = "TML";
 /// Entered a work queue.
 pub const ENQ: &str = "ENQ";
-/// The schedule failed to parse.
-pub const BAD: &str = "BAD";
 /// Picked up by a worker.
 pub const WRK: &str = "WRK";
-/// Stopped: STOP schedule, exhausted rule, or the job asked to stop.
-pub const STP: &str = "STP";
 /// The job failed.
 pub const DIE: &str = "DIE";
-/// The job ran past its timeout and was stopped (new in this implementation).
+/// The job ran past its timeout and was stopped.
 pub const TMO: &str = "TMO";
-/// The job was still running when its worker stopped (HALT, a stop signal) and was
-/// stopped after the grace period (new in this implementation).
+/// The job was still running when its worker stopped and was stopped after the grace
+/// period.
 pub const INT: &str = "INT";
-/// The job's worker vanished mid-run and the job was put back (new in this implementation).
+/// The job's worker vanished mid-run and the job was put back.
 pub const REC: &str = "REC";
 /// The job's worker stopped it because it could not confirm to Redis that the job still
-/// ran (frozen, or cut off from Redis), and put it back (new in this implementation).
+/// ran, and put it back.
 pub const FNC: &str = "FNC";
-/// The dispatcher skipped a late occurrence (its queue's `catch-up = "skip"`) and put
-/// the job at its next one, or stopped a one-off (new in this implementation).
-pub const SKP: &str = "SKP";
 
 /// Paused by `redbike pause`: off the timeline and out of its queue until `resume`
 /// (new in this implementation).

@@ -8,5 +8,5 @@ pub mod control;
 pub mod csvio;
 pub mod loader;
 pub(crate) mod ping;
-pub mod ps;
+pub(crate) mod ps;
 pub(crate) mod stats;

@@ -10,7 +10,7 @@ pub(crate) mod history;
 pub mod keys;
 pub(crate) mod link;
 pub(crate) mod listener;
-pub mod registry;
+pub(crate) mod registry;
 pub(crate) mod retry;
 pub mod scripts;
 pub mod settings;
