@@ -25,9 +25,9 @@
 //!   them. The typed functions that build the arguments of the worker's scripts
 //!   (`claim.lua`, `refresh.lua`, `release.lua`, `finish.lua`) are in `worker.rs`, and
 //!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
-//!   `recovery.rs`. The other scripts are called from one place each: `place.lua`,
-//!   `place_many.lua`, `unset.lua`, `places.lua` in `redis/store.rs`; `dispatch.lua` in
-//!   `dispatch/dispatcher.rs` (`pass`); `skip.lua` in `dispatch/catchup.rs`; `sweep.lua`
+//!   `recovery.rs`, of `skip.lua` in `skip.rs`. The other scripts are called from one
+//!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
+//!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `sweep.lua`
 //!   in `dispatch/recovery.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
 //!   `redis/registry.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in

@@ -13,9 +13,8 @@
 use crate::{
     config::{CatchUpPolicy, Config},
     history, jitter,
-    policy::Action,
     redis::keys::queue_of,
-    redis::scripts,
+    redis::scripts::skip::{skip as skip_script, Skip},
     redis::store::Store,
     schedule::timestamp,
     schedule::{Placement, Schedule},
@@ -106,7 +105,6 @@ fn skip(
             Ok(Ok(Placement::Stop)) => None,
             _ => return Ok(false),
         };
-    let (action, at) = Action::from(next.map_or(Placement::Stop, Placement::Timeline)).wire();
     let entry = (config.history_limit > 0).then(|| {
         let end = crate::schedule::timestamp::now_precise();
         let mut e = history::Entry::new(jobid, history::Outcome::Skipped, end, "dispatcher");
@@ -118,28 +116,16 @@ fn skip(
         };
         e.to_json()
     });
-    let k = store.keys;
-    let reply: String = scripts::SKIP
-        .key(&k.timeline)
-        .key(&k.statuses)
-        .key(&k.failures)
-        .key(&k.schedules)
-        .key(k.history(jobid))
-        .key(&k.recent_runs)
-        .key(&k.recent_failures)
-        .key(&k.due)
-        .arg(jobid)
-        .arg(score)
-        .arg(&text)
-        .arg(action)
-        .arg(at)
-        .arg(now)
-        .arg(entry.unwrap_or_default())
-        .arg(config.history_limit)
-        .arg(history::RECENT_RUNS)
-        .arg(history::RECENT_FAILURES)
-        .invoke(store.con)?;
-    if reply != "skipped" {
+    let skip = Skip {
+        jobid,
+        score,
+        schedule: &text,
+        next_run: next,
+        now,
+        entry,
+        history_limit: config.history_limit,
+    };
+    if !skip_script(store.con, store.keys, &skip)? {
         return Ok(false);
     }
     let was = timestamp::iso_utc(due as i64);

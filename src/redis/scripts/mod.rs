@@ -1,9 +1,11 @@
 //! The Lua scripts that make multi-step changes atomic. Each lives next to this file (in
 //! `src/redis/scripts/`) and is prefixed with `common.lua`, which holds the enqueue rule
 //! and the placement logic. The typed functions that build each script's KEYS and ARGV
-//! are beside them: the worker's scripts in `worker.rs`, recover.lua in `recovery.rs`.
+//! are beside them: the worker's scripts in `worker.rs`, recover.lua in `recovery.rs`,
+//! skip.lua in `skip.rs`.
 
 pub(crate) mod recovery;
+pub(crate) mod skip;
 pub(crate) mod worker;
 
 use std::sync::LazyLock;
