@@ -12,6 +12,7 @@
 //! | `INT` | still running when its worker stopped (HALT, a stop signal), stopped after the grace period (new) | the after-run policy |
 //! | `REC` | its worker vanished mid-run and the job was put back (new) | the after-run policy |
 //! | `FNC` | its worker could not confirm to Redis that the job still ran (frozen, or cut off), stopped it and put it back (new) | the after-run policy |
+//! | `PAU` | paused by `redbike pause`: off the timeline and out of its queue until `resume` (new) | `pause.lua` |
 //! | `SKP` | the dispatcher skipped a late occurrence (`catch-up = "skip"`) and put the job at its next one, or stopped a one-off (new) | `skip.lua` |
 //!
 //! Only the events Rust code writes or reads have a constant here; the scripts spell
@@ -33,10 +34,6 @@ pub const REC: &str = "REC";
 /// The job's worker stopped it because it could not confirm to Redis that the job still
 /// ran, and put it back.
 pub const FNC: &str = "FNC";
-
-/// Paused by `redbike pause`: off the timeline and out of its queue until `resume`
-/// (new in this implementation).
-pub const PAU: &str = "PAU";
 
 /// A parsed status value. Unknown events are kept as they are (readers must not choke).
 #[derive(Debug, Clone, PartialEq, Eq)]

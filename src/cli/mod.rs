@@ -536,7 +536,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 
 fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let report = with_store(config, |store| {
+    let report = with_store(&config.redis, |store| {
         control::run_job(store, id, timestamp::now())
     })?;
     let stays = if report.paused {
@@ -578,7 +578,9 @@ fn cmd_pause(
     let now = timestamp::now();
     if let Some(q) = queue {
         control::validate_queue(q)?;
-        let added = with_store(config, |store| control::pause_queue(store, q, note, now))?;
+        let added = with_store(&config.redis, |store| {
+            control::pause_queue(store, q, note, now)
+        })?;
         print_line(&if added {
             format!("queue {q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
         } else {
@@ -589,7 +591,9 @@ fn cmd_pause(
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
     jobid::validate(id)?;
-    let paused = with_store(config, |store| control::pause_job(store, id, note, now))?;
+    let paused = with_store(&config.redis, |store| {
+        control::pause_job(store, id, note, now)
+    })?;
     print_line(&match paused {
         control::Paused::Paused => {
             format!("{id}: paused; its schedule is kept (`redbike resume {id}` places it)")
@@ -605,7 +609,7 @@ fn cmd_pause(
 fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<ExitCode> {
     if let Some(q) = queue {
         control::validate_queue(q)?;
-        let removed = with_store(config, |store| control::resume_queue(store, q))?;
+        let removed = with_store(&config.redis, |store| control::resume_queue(store, q))?;
         print_line(&if removed {
             format!("queue {q}: resumed; its workers claim from it again")
         } else {
@@ -616,7 +620,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
     jobid::validate(id)?;
-    let resumed = with_store(config, |store| {
+    let resumed = with_store(&config.redis, |store| {
         control::resume_job(store, config, id, timestamp::now())
     })?;
     print_line(&match resumed {

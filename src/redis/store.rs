@@ -136,7 +136,7 @@ pub struct JobInfo {
     #[serde(flatten)]
     pub history: crate::history::JobHistory,
     /// Its pause (`redbike pause`), if it is paused.
-    pub paused: Option<crate::operator::control::Pause>,
+    pub paused: Option<crate::redis::pause::Pause>,
     /// Whether a run asked with `redbike run` while it ran is still to come.
     pub run_asked: bool,
 }
@@ -492,7 +492,7 @@ impl Store<'_> {
             lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
             last_failure,
             history: crate::history::job_history(runs, &self.keys.history(jobid)),
-            paused: paused.map(|raw| crate::operator::control::Pause::parse(&raw)),
+            paused: paused.map(|raw| crate::redis::pause::Pause::parse(&raw)),
             run_asked,
         })
     }
