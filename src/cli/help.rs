@@ -369,23 +369,25 @@ reconnects), the queues (jobs waiting, how long the oldest has waited, running, 
 workers alive, and from the run history the runs, failures and lateness p50/p99 of \
 the last minute), the running jobs (elapsed against \
 the timeout this machine's config gives their queue), the next jobs due with \
-countdowns, and the recent failures with the last line of their output (the run \
+countdowns, the paused jobs (paused queues are marked), and the recent failures with the last line of their output (the run \
 history's PREFIX-recent-failures; each job's last failure from PREFIX-failures when \
 there is no history).
 
 Keys: q or Ctrl-C quits; Up/Down (j/k), PgUp/PgDn, Home/End (g/G) move; / filters \
 jobs by id (Enter keeps the filter, Esc clears it); Enter shows the selected job's \
-detail (what tell says); ? shows the keys. The terminal is restored on every exit: q, \
+detail (what tell says); r runs the selected job now and p pauses or resumes it, each \
+after a y to confirm; ? shows the keys. The terminal is restored on every exit: q, \
 Ctrl-C, SIGTERM, SIGHUP, a panic.
 
 Queues shown: those of --queues and of `queues` in the config, the queues workers \
 listen on (PUBSUB CHANNELS of their wake-up channels) and the queues of the jobs \
-listed (running, coming up, failed). No SCAN: every refresh is two pipelined round \
+listed (running, coming up, failed) and the paused queues. No SCAN: every refresh is two pipelined round \
 trips of bounded commands (GET, ZCARD, ZCOUNT, ZRANGE of the first 50 timeline \
 entries and 100 running jobs, LRANGE of the last 20 recent failures, LLEN and LINDEX \
 per queue, one HMGET of statuses; every fifth refresh also HLEN twice, one HSCAN page \
 of up to 200 failures, LRANGE of the last 1000 recent runs, PUBSUB CHANNELS and the \
-registry as ps reads it): 8 commands plus 2 per queue, about 15 a \
+registry as ps reads it, HLEN and one HSCAN page of the paused jobs, HGETALL of the \
+paused queues): 8 commands plus 2 per queue, about 16 a \
 second with three queues, so ten \
 operators watching do not disturb a prefix. A prefix with more than 200 failed jobs \
 shows a sample of them.

@@ -9,6 +9,28 @@ use super::snapshot::Snapshot;
 /// How many rows PageUp and PageDown move.
 const PAGE: usize = 10;
 
+/// An operator's action on one job, asked for with a key and confirmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Run the job once now, keeping its schedule (`redbike run`).
+    RunNow(String),
+    /// Pause the job (`redbike pause`).
+    Pause(String),
+    /// Resume the paused job (`redbike resume`).
+    Resume(String),
+}
+
+impl Action {
+    /// The question the confirmation asks.
+    pub fn question(&self) -> String {
+        match self {
+            Action::RunNow(id) => format!("run {id} now (its schedule stays)?"),
+            Action::Pause(id) => format!("pause {id}?"),
+            Action::Resume(id) => format!("resume {id}?"),
+        }
+    }
+}
+
 /// What a key press asks of the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
@@ -18,6 +40,8 @@ pub enum Effect {
     Quit,
     /// Read what `tell` says about a job, for the detail view.
     Detail(String),
+    /// Carry out a confirmed action.
+    Act(Action),
 }
 
 /// What takes the keys.
@@ -38,6 +62,8 @@ pub enum Mode {
         /// Lines scrolled past.
         scroll: usize,
     },
+    /// Waiting for y or n.
+    Confirm(Action),
 }
 
 /// Which list a job row belongs to.
@@ -47,6 +73,8 @@ pub enum Section {
     Running,
     /// The next jobs due.
     Upcoming,
+    /// Paused jobs.
+    Paused,
     /// Recent failures.
     Failures,
 }
@@ -88,6 +116,8 @@ pub struct App {
     pub filter: String,
     /// What takes the keys.
     pub mode: Mode,
+    /// The outcome of the last action, shown in the footer until the next key.
+    pub message: Option<String>,
     /// Whether this is the live view (with a footer of keys) or one printed frame.
     pub interactive: bool,
 }
@@ -102,6 +132,7 @@ impl App {
             selected: 0,
             filter: String::new(),
             mode: Mode::Normal,
+            message: None,
             interactive,
         }
     }
@@ -111,18 +142,20 @@ impl App {
         jobid.contains(self.filter.as_str())
     }
 
-    /// The selectable rows in screen order: running, coming up, failures.
+    /// The selectable rows in screen order: running, coming up, paused, failures.
     pub fn rows(&self) -> Vec<JobRow> {
         let Some(s) = &self.snapshot else {
             return Vec::new();
         };
         let running = s.running.iter().map(|r| (Section::Running, &r.jobid));
         let upcoming = s.upcoming.iter().map(|u| (Section::Upcoming, &u.jobid));
+        let paused = s.slow.paused.iter().map(|p| (Section::Paused, &p.jobid));
         let failures = s.failures.iter().map(|f| (Section::Failures, &f.jobid));
         let mut rows = Vec::new();
         for (section, list) in [
             (Section::Running, running.collect::<Vec<_>>()),
             (Section::Upcoming, upcoming.collect()),
+            (Section::Paused, paused.collect()),
             (Section::Failures, failures.collect()),
         ] {
             for (index, (_, id)) in list.into_iter().enumerate() {
@@ -160,6 +193,13 @@ impl App {
             }
         }
         self.selected = self.selected.min(rows.len().saturating_sub(1));
+    }
+
+    /// Whether a job is paused, as the last snapshot says.
+    pub fn is_paused(&self, jobid: &str) -> bool {
+        self.snapshot
+            .as_ref()
+            .is_some_and(|s| s.slow.paused.iter().any(|p| p.jobid == jobid))
     }
 
     /// Handles one key press.
@@ -217,10 +257,21 @@ impl App {
                 };
                 Effect::None
             }
+            Mode::Confirm(action) => {
+                self.mode = Mode::Normal;
+                match key.code {
+                    KeyCode::Char('y' | 'Y') => Effect::Act(action),
+                    _ => {
+                        self.message = Some("cancelled".into());
+                        Effect::None
+                    }
+                }
+            }
         }
     }
 
     fn normal_key(&mut self, key: KeyEvent) -> Effect {
+        self.message = None;
         let last = self.rows().len().saturating_sub(1);
         let selected = self.selected.min(last);
         match key.code {
@@ -242,6 +293,21 @@ impl App {
                         scroll: 0,
                     };
                     return Effect::Detail(row.jobid);
+                }
+            }
+            KeyCode::Char('r') => {
+                if let Some(row) = self.selection() {
+                    self.mode = Mode::Confirm(Action::RunNow(row.jobid));
+                }
+            }
+            KeyCode::Char('p') => {
+                if let Some(row) = self.selection() {
+                    let action = if self.is_paused(&row.jobid) {
+                        Action::Resume(row.jobid)
+                    } else {
+                        Action::Pause(row.jobid)
+                    };
+                    self.mode = Mode::Confirm(action);
                 }
             }
             _ => {}
@@ -329,6 +395,43 @@ mod tests {
         assert_eq!(ids, ["u1:B", "f:B"]);
         press(&mut app, KeyCode::Esc);
         assert_eq!(app.rows().len(), 4);
+    }
+
+    #[test]
+    fn actions_wait_for_a_yes() {
+        let mut app = app();
+        press(&mut app, KeyCode::Down);
+        assert_eq!(press(&mut app, KeyCode::Char('r')), Effect::None);
+        assert_eq!(app.mode, Mode::Confirm(Action::RunNow("u1:B".into())));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('y')),
+            Effect::Act(Action::RunNow("u1:B".into()))
+        );
+        press(&mut app, KeyCode::Char('p'));
+        assert_eq!(press(&mut app, KeyCode::Char('n')), Effect::None);
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.message.as_deref(), Some("cancelled"));
+    }
+
+    #[test]
+    fn p_resumes_a_paused_job_and_pauses_any_other() {
+        let mut app = app();
+        let mut s = app.snapshot.clone().unwrap();
+        s.slow.paused.push(crate::top::snapshot::PausedJob {
+            jobid: "z:A".into(),
+            since: 10,
+            note: String::new(),
+        });
+        app.update(s);
+        press(&mut app, KeyCode::End);
+        assert_eq!(app.selection().unwrap().jobid, "f:B");
+        press(&mut app, KeyCode::Up);
+        press(&mut app, KeyCode::Char('p'));
+        assert_eq!(app.mode, Mode::Confirm(Action::Resume("z:A".into())));
+        press(&mut app, KeyCode::Char('n'));
+        press(&mut app, KeyCode::Home);
+        press(&mut app, KeyCode::Char('p'));
+        assert_eq!(app.mode, Mode::Confirm(Action::Pause("r:A".into())));
     }
 
     #[test]

@@ -33,21 +33,25 @@ use redis::Connection;
 use crate::{
     config::Config,
     error::{cannot_fix, describe_redis, is_connection_error, Error, Result},
+    operator::control::{self, Paused, Ran, Resumed},
     redis::keys::Keys,
     redis::retry::Backoff,
     redis::store::{self, Store},
     redis::topology::{must_reconnect, Mode, Topology},
     schedule::timestamp,
+    schedule::Placement,
     shutdown::Shutdown,
 };
 
-use app::{App, Effect};
+use app::{Action, App, Effect};
 use snapshot::{Plan, Slow, Snapshot, SLOW_EVERY};
 
 /// How often the view reads Redis.
 pub const REFRESH: Duration = Duration::from_secs(1);
 /// How long the reader waits to connect, and for a reply, before it shows an outage.
 const TIMEOUT: Duration = Duration::from_secs(3);
+/// The note of a pause made with `p` (`redbike tell` shows it).
+const PAUSE_NOTE: &str = "paused in redbike top";
 /// Columns of a `--once` frame when `$COLUMNS` does not say.
 const ONCE_WIDTH: u16 = 100;
 
@@ -133,6 +137,8 @@ pub fn frame_text(app: &App, width: u16, height: u16) -> String {
 enum Request {
     /// What `tell` says about a job.
     Detail(String),
+    /// A confirmed action.
+    Act(Action),
 }
 
 /// What the reader tells the terminal thread.
@@ -143,6 +149,8 @@ enum Reply {
     Down(i64, String),
     /// The lines of a job's detail.
     Detail(String, Vec<String>),
+    /// The outcome of an action, for the footer.
+    Done(String),
     /// An error that retrying cannot fix, met before anything was read: exit with it.
     Fatal(Error),
 }
@@ -232,6 +240,7 @@ impl Screen {
                         app.connection.down_reason = Some(why);
                     }
                     Reply::Detail(id, lines) => app.detail(&id, lines),
+                    Reply::Done(message) => app.message = Some(message),
                     Reply::Fatal(e) => return Err(e),
                 }
             }
@@ -257,6 +266,10 @@ impl Screen {
                 Effect::Quit => break,
                 Effect::None => continue,
                 Effect::Detail(id) => Request::Detail(id),
+                Effect::Act(action) => {
+                    app.message = Some(format!("{} ...", action.question()));
+                    Request::Act(action)
+                }
             };
             if ask.send(request).is_err() {
                 break; // the reader ended; its reason is in the replies
@@ -315,9 +328,15 @@ impl Reader {
         while !stop.requested() {
             match requests.recv_timeout(next.saturating_duration_since(Instant::now())) {
                 Ok(request) => {
+                    let acted = matches!(request, Request::Act(_));
                     let reply = self.serve(request);
                     if tell.send(reply).is_err() {
                         return;
+                    }
+                    if acted {
+                        // Show what it did at once, pauses (a slow figure) included.
+                        self.slow = None;
+                        next = Instant::now();
                     }
                     continue;
                 }
@@ -418,14 +437,28 @@ impl Reader {
 
     /// Carries out a request from the keys.
     fn serve(&mut self, request: Request) -> Reply {
-        let Request::Detail(id) = request;
-        let keys = self.keys.clone();
-        let lines = match self.connection() {
-            Ok(con) => detail(&mut Store { con, keys: &keys }, &id),
-            Err(e) => Err(e),
+        let (keys, config) = (self.keys.clone(), self.config.clone());
+        let con = match self.connection() {
+            Ok(con) => con,
+            Err(e) => {
+                let why = e.to_string();
+                return match request {
+                    Request::Detail(id) => Reply::Detail(id, vec![format!("cannot read: {why}")]),
+                    Request::Act(_) => Reply::Done(format!("not done: {why}")),
+                };
+            }
         };
-        let lines = lines.unwrap_or_else(|e| vec![format!("cannot read: {e}")]);
-        Reply::Detail(id, lines)
+        let mut store = Store { con, keys: &keys };
+        match request {
+            Request::Detail(id) => {
+                let lines = match detail(&mut store, &id) {
+                    Ok(lines) => lines,
+                    Err(e) => vec![format!("cannot read: {e}")],
+                };
+                Reply::Detail(id, lines)
+            }
+            Request::Act(action) => Reply::Done(act(&mut store, &config, &action)),
+        }
     }
 }
 
@@ -435,4 +468,43 @@ fn detail(store: &mut Store<'_>, jobid: &str) -> Result<Vec<String>> {
     // A struct of strings, numbers and bools always serializes.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
     Ok(json.lines().map(str::to_string).collect())
+}
+
+/// Carries out an action with the operator commands' own functions (`redbike run`,
+/// `pause`, `resume`); the line for the footer.
+fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
+    let now = timestamp::now();
+    let outcome = match action {
+        Action::RunNow(id) => control::run_job(store, id, now).map(|r| {
+            let what = match r.ran {
+                Ran::Enqueued => "queued to run now; its schedule stays",
+                Ran::AlreadyQueued => "already in its queue; nothing changed",
+                Ran::Running => "running; it runs once more right after this run",
+            };
+            let paused = if r.paused { " (it stays paused)" } else { "" };
+            let halted = if r.halted {
+                "; HALT is set: nothing runs until `control RESUME`"
+            } else {
+                ""
+            };
+            format!("{id}: {what}{paused}{halted}")
+        }),
+        Action::Pause(id) => control::pause_job(store, id, PAUSE_NOTE, now).map(|p| {
+            let what = match p {
+                Paused::Paused => "paused",
+                Paused::Running => "paused; its run finishes, then it is not placed",
+                Paused::Already => "paused already; nothing changed",
+            };
+            format!("{id}: {what}")
+        }),
+        Action::Resume(id) => control::resume_job(store, config, id, now).map(|r| match r {
+            Resumed::NotPaused => format!("{id}: was not paused; nothing changed"),
+            Resumed::Placed(Placement::Timeline(ts), _) => {
+                format!("{id}: resumed; next run at {}", timestamp::iso_utc(ts))
+            }
+            Resumed::Placed(Placement::Enqueue, _) => format!("{id}: resumed; queued"),
+            Resumed::Placed(Placement::Stop, _) => format!("{id}: resumed; stopped (STOP)"),
+        }),
+    };
+    outcome.unwrap_or_else(|e| format!("not done: {e}"))
 }

@@ -121,11 +121,15 @@ fn sections(app: &App) -> Vec<Pane> {
                     (_, Some(age)) => span(age),
                     (_, None) => "?".to_string(),
                 };
+                let name = match q.paused_since {
+                    Some(_) => format!("{} (paused)", q.queue),
+                    None => q.queue.clone(),
+                };
                 (
                     None,
                     0,
                     vec![
-                        q.queue.clone(),
+                        name,
                         q.length.to_string(),
                         oldest,
                         q.running.to_string(),
@@ -191,6 +195,34 @@ fn sections(app: &App) -> Vec<Pane> {
             .collect(),
         empty: "nothing on the timeline",
     };
+    let paused = Pane {
+        title: format!("paused ({})", s.slow.paused_total),
+        header: vec!["JOB", "SINCE", "NOTE"],
+        widths: vec![
+            Constraint::Fill(2),
+            Constraint::Length(8),
+            Constraint::Fill(1),
+        ],
+        rows: s
+            .slow
+            .paused
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| app.shows(&p.jobid))
+            .map(|(i, p)| {
+                let since = match p.since {
+                    0 => "?".to_string(),
+                    t => span((now - t).max(0)),
+                };
+                (
+                    Some(Section::Paused),
+                    i,
+                    vec![p.jobid.clone(), since, p.note.clone()],
+                )
+            })
+            .collect(),
+        empty: "no job paused",
+    };
     let failures = Pane {
         title: format!("recent failures ({} job(s) failed last)", s.failures_total),
         header: vec!["JOB", "OUTCOME", "AGO", "LAST OUTPUT"],
@@ -220,7 +252,7 @@ fn sections(app: &App) -> Vec<Pane> {
             .collect(),
         empty: "no failure recorded",
     };
-    vec![queues, running, upcoming, failures]
+    vec![queues, running, upcoming, paused, failures]
 }
 
 /// The lines the frame needs to show everything (for `--once`).
@@ -343,8 +375,9 @@ fn table(
 }
 
 fn footer_line(app: &App, area: Rect, buf: &mut Buffer) {
-    let line = match &app.mode {
-        Mode::Filter => Line::from(format!("/{}_", app.filter)),
+    let line = match (&app.mode, &app.message) {
+        (Mode::Filter, _) => Line::from(format!("/{}_", app.filter)),
+        (_, Some(message)) => Line::from(message.clone()).bold(),
         _ => {
             let filter = if app.filter.is_empty() {
                 String::new()
@@ -352,7 +385,7 @@ fn footer_line(app: &App, area: Rect, buf: &mut Buffer) {
                 format!("filter {:?} (Esc clears)  ", app.filter)
             };
             Line::from(format!(
-                "{filter}q quit  arrows move  / filter  Enter detail  ? help"
+                "{filter}q quit  arrows move  / filter  Enter detail  r run now  p pause/resume  ? help"
             ))
             .dim()
         }
@@ -380,6 +413,8 @@ pub const HELP: &[&str] = &[
     "Home/End, g/G    first or last row",
     "/                filter jobs by id (Enter keeps it, Esc clears)",
     "Enter            the selected job's detail (what `tell` says)",
+    "r                run the selected job now (asks first)",
+    "p                pause or resume the selected job (asks first)",
     "?                this help; any key closes it",
 ];
 
@@ -415,6 +450,18 @@ fn overlay(app: &App, area: Rect, buf: &mut Buffer) {
                         .title_bottom(" Esc closes, arrows scroll "),
                 )
                 .render(rect, buf);
+        }
+        Mode::Confirm(action) => {
+            let question = action.question();
+            let rect = centred(area, question.len() as u16 + 6, 5);
+            Clear.render(rect, buf);
+            Paragraph::new(vec![
+                Line::from(question),
+                Line::from(""),
+                Line::from("y yes, n no"),
+            ])
+            .block(Block::bordered().title(" confirm "))
+            .render(rect, buf);
         }
         Mode::Normal | Mode::Filter => {}
     }

@@ -15,6 +15,7 @@ use redis::Connection;
 
 use crate::{
     history,
+    operator::control::Pause,
     redis::{
         keys::{glob_escape, queue_of, Keys},
         registry,
@@ -114,6 +115,8 @@ pub struct QueueRow {
     pub workers: u64,
     /// Its runs of the last minute, from the run history.
     pub runs: QueueRuns,
+    /// Since when our workers do not claim from it (`pause --queue`), unix seconds.
+    pub paused_since: Option<i64>,
 }
 
 /// A job's last failure.
@@ -165,6 +168,23 @@ pub struct Slow {
     pub workers: u64,
     /// Workers alive per queue they work.
     pub workers_per_queue: BTreeMap<String, u64>,
+    /// Paused jobs (one HSCAN page of `P-paused`), by id.
+    pub paused: Vec<PausedJob>,
+    /// Jobs paused in all (HLEN of `P-paused`).
+    pub paused_total: u64,
+    /// Paused queues (`P-paused-queues`) and since when, unix seconds.
+    pub paused_queues: BTreeMap<String, i64>,
+}
+
+/// A paused job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PausedJob {
+    /// The job id.
+    pub jobid: String,
+    /// Since when, unix seconds (0 when unknown).
+    pub since: i64,
+    /// The operator's note.
+    pub note: String,
 }
 
 /// A queue's runs over the last minute, from the run history.
@@ -316,6 +336,13 @@ pub fn read(
             .arg("COUNT")
             .arg(LIMITS.failures)
             .lrange(&keys.recent_runs, 0, history::RECENT_RUNS as isize - 1)
+            .hlen(&keys.paused)
+            .cmd("HSCAN")
+            .arg(&keys.paused)
+            .arg(0)
+            .arg("COUNT")
+            .arg(LIMITS.failures)
+            .hgetall(&keys.paused_queues)
             .cmd("PUBSUB")
             .arg("CHANNELS")
             .arg(format!("{}-wake-*", glob_escape(&keys.prefix)));
@@ -342,6 +369,9 @@ pub fn read(
             let failures_total = r.next()?;
             let (_, flat): (String, Vec<String>) = r.next()?;
             let recent_runs: Vec<Vec<u8>> = r.next()?;
+            let paused_total = r.next()?;
+            let (_, paused): (String, Vec<(String, String)>) = r.next()?;
+            let paused_queues: Vec<(String, String)> = r.next()?;
             let channels: Vec<String> = r.optional()?.unwrap_or_default();
             let wake = format!("{}-wake-", keys.prefix);
             let mut slow = Slow {
@@ -355,8 +385,25 @@ pub fn read(
                     .collect(),
                 last_failures: last_failures(&flat),
                 runs: queue_runs(&history::parse_entries(recent_runs, &keys.recent_runs), now),
+                paused: paused
+                    .into_iter()
+                    .map(|(jobid, raw)| {
+                        let p = Pause::parse(&raw);
+                        PausedJob {
+                            jobid,
+                            since: p.since,
+                            note: p.note,
+                        }
+                    })
+                    .collect(),
+                paused_total,
+                paused_queues: paused_queues
+                    .into_iter()
+                    .map(|(q, raw)| (q, Pause::parse(&raw).since))
+                    .collect(),
                 ..Slow::default()
             };
+            slow.paused.sort_by(|a, b| a.jobid.cmp(&b.jobid));
             alive(con, keys, &mut slow, &mut sent)?;
             slow
         }
@@ -416,6 +463,7 @@ pub fn read(
                 running: 0,
                 workers: slow.workers_per_queue.get(name).copied().unwrap_or(0),
                 runs: slow.runs.get(name).cloned().unwrap_or_default(),
+                paused_since: slow.paused_queues.get(name).copied(),
             },
         );
     }
@@ -436,8 +484,13 @@ pub fn read(
     };
     // Queues met in the lists read but not named: the caller adds them to its plan,
     // so they get a row (with figures) from the next read on.
-    // So are the queues that workers listen on (their wake-up channels).
-    let listened = slow.listened.iter().map(String::as_str);
+    // So are the queues that workers listen on (their wake-up channels) and the
+    // paused ones.
+    let listened = slow
+        .listened
+        .iter()
+        .chain(slow.paused_queues.keys())
+        .map(String::as_str);
     let unread: BTreeSet<String> = running
         .iter()
         .map(|r| queue_of(&r.jobid))

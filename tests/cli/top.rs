@@ -105,6 +105,7 @@ fn once_works_for_an_acl_user_without_pubsub() {
 fn frame_of_a_known_prefix_at_80x24() {
     use ratatui::{backend::TestBackend, Terminal};
     use redbike::{
+        operator::control::Pause,
         redis::keys::Keys,
         top::{app::App, render, snapshot},
     };
@@ -117,6 +118,9 @@ fn frame_of_a_known_prefix_at_80x24() {
         .ok();
     rb().args(["set", "waiting:A", "NOW"]).ok();
     rb().args(["set", "busy:B", "CONTINUE"]).ok();
+    rb().args(["set", "weekly:C", "FREQ=WEEKLY"]).ok();
+    rb().args(["pause", "weekly:C", "--note", "disk full"]).ok();
+    rb().args(["pause", "--queue", "C"]).ok();
     let mut con = s.con();
     // Pin the times: the queued job waits since T0-75; busy:B runs since T0-5 (its
     // lease is what a worker's claim writes: out of its queue, in the running index).
@@ -128,6 +132,12 @@ fn frame_of_a_known_prefix_at_80x24() {
         .set("t-work-B-busy:B", "x")
         .zadd("t-leases", "busy:B", T0 + 30)
         .hset("t-failures", "broke:C", format!("TMO:{}", T0 - 3600))
+        .hset(
+            "t-paused",
+            "weekly:C",
+            Pause::new(T0 - 120, "disk full").to_json(),
+        )
+        .hset("t-paused-queues", "C", Pause::new(T0 - 60, "").to_json())
         .query(&mut con)
         .unwrap();
     let plan = snapshot::Plan {
@@ -145,9 +155,9 @@ fn frame_of_a_known_prefix_at_80x24() {
     assert!(registered, "the worker did not register");
     let (snap, commands) = snapshot::read(&mut con, &Keys::new("t"), &plan, T0, None).unwrap();
     assert_eq!(
-        commands, 22,
-        "7 each time; HLEN twice, HSCAN, LRANGE, PUBSUB, SMEMBERS, GET and PTTL per process; \
-         2 per queue; HMGET"
+        commands, 25,
+        "7 each time; HLEN thrice, HSCAN, LRANGE, HSCAN and HGETALL of the pauses, PUBSUB, \
+         SMEMBERS, GET and PTTL per process; 2 per queue; HMGET"
     );
     let carried = snap.slow.clone();
     let (again, commands) =
@@ -163,12 +173,12 @@ fn frame_of_a_known_prefix_at_80x24() {
     let text = render::plain(term.backend().buffer());
     let expected = "\
 redbike top  prefix t  standalone redis  00:00:00 UTC
-schedules 4  timeline 2 (0 due)  running 1  failed 1  dispatchers 0  workers 1
+schedules 5  timeline 2 (0 due)  running 1  failed 1  dispatchers 0  workers 1
  queues (3) ────────────────────────────────────────────────────────────────────
 QUEUE                        WAITING OLDEST RUN  WRK  RUNS/M FAIL/M LATE p50/p99
 A                            1       1m15s  0    0    0      0      -
 B                            0       -      1    1    0      0      -
-C                            0       -      0    0    0      0      -
+C (paused)                   0       -      0    0    0      0      -
  running (1) ───────────────────────────────────────────────────────────────────
 JOB                                                            ELAPSED  TIMEOUT
 busy:B                                                         5s       1m30s
@@ -176,16 +186,16 @@ busy:B                                                         5s       1m30s
 JOB                                                 DUE IN   AT (UTC)
 hourly:B                                            30s      2100-01-01 00:00:30
 nightly:A                                           2h00m    2100-01-01 02:00:00
+ paused (1) ────────────────────────────────────────────────────────────────────
+JOB                                             SINCE    NOTE
+weekly:C                                        2m00s    disk full
  recent failures (1 job(s) failed last) ────────────────────────────────────────
 JOB                             OUTCOME   AGO    LAST OUTPUT
 broke:C                         TMO       1h00m
 
 
 
-
-
-
-q quit  arrows move  / filter  Enter detail  ? help
+q quit  arrows move  / filter  Enter detail  r run now  p pause/resume  ? help
 ";
     assert_eq!(text, expected, "got:\n{text}");
 }
@@ -289,6 +299,7 @@ fn live_view_shows_the_jobs_of_a_dispatcher_and_a_worker_and_q_restores_the_term
     rb().args(["set", "later:A", "AT:2100-01-01T00:00:00Z"])
         .ok();
     rb().args(["set", "busy:A", "NOW"]).ok();
+    rb().args(["set", "daily:A", "FREQ=DAILY"]).ok();
     let _dispatcher = Bg(Some(rb().args(["dispatch"]).spawn()));
     let _worker = Bg(Some(
         rb().args([
@@ -307,7 +318,7 @@ fn live_view_shows_the_jobs_of_a_dispatcher_and_a_worker_and_q_restores_the_term
         return;
     };
     // A capture may catch a frame half written: wait for all of it.
-    let screen = t.wait_for_all(&["running (1)", "busy:A", "later:A"], 20.0);
+    let screen = t.wait_for_all(&["running (1)", "busy:A", "later:A", "daily:A"], 20.0);
     assert!(screen.contains("prefix t"), "{screen}");
     // Queue A is named nowhere: found from the jobs listed and the worker listening on
     // it, it gets its row from the next refresh on.
@@ -358,6 +369,46 @@ fn live_view_shows_the_jobs_of_a_dispatcher_and_a_worker_and_q_restores_the_term
     assert!(!screen.contains("busy:A"), "{screen}");
     t.keys(&["Escape"]);
     t.wait_for("busy:A", 10.0);
+
+    // r runs the selected job now (its worker is busy: it waits in its queue).
+    let mut con = s.con();
+    let status = |con: &mut redis::Connection, id: &str| -> String {
+        con.hget::<_, _, Option<String>>("t-statuses", id)
+            .unwrap()
+            .unwrap_or_default()
+    };
+    assert!(status(&mut con, "later:A").starts_with("TML:"));
+    t.keys(&["/", "l", "a", "t", "Enter"]);
+    t.wait_for("filter \"lat\"", 10.0);
+    t.keys(&["r"]);
+    t.wait_for("run later:A now (its schedule stays)?", 10.0);
+    t.keys(&["y"]);
+    t.wait_for("later:A: queued to run now", 10.0);
+    assert!(status(&mut con, "later:A").starts_with("ENQ:"));
+    let queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(queued, ["later:A"]);
+    t.keys(&["Escape"]);
+    t.wait_for("busy:A", 10.0);
+
+    // p pauses the selected job, and on a paused job resumes it.
+    t.keys(&["/", "d", "a", "i", "l", "y", "Enter"]);
+    t.wait_for("filter \"daily\"", 10.0);
+    t.keys(&["p"]);
+    t.wait_for("pause daily:A?", 10.0);
+    t.keys(&["y"]);
+    t.wait_for_all(&["daily:A: paused", "paused (1)"], 10.0);
+    let paused: bool = con.hexists("t-paused", "daily:A").unwrap();
+    assert!(paused);
+    t.keys(&["p"]);
+    t.wait_for("resume daily:A?", 10.0);
+    t.keys(&["y"]);
+    t.wait_for_all(&["daily:A: resumed; next run at", "paused (0)"], 10.0);
+    let paused: bool = con.hexists("t-paused", "daily:A").unwrap();
+    assert!(!paused);
+    t.keys(&["Escape"]);
+    // A paused queue is marked (and listed even when named nowhere else).
+    rb().args(["pause", "--queue", "Z"]).ok();
+    t.wait_for("Z (paused)", 10.0);
     // A resize is taken at the next frame: the footer moves to the new last line.
     assert!(t
         .tmux(&["resize-window", "-x", "80", "-y", "24"])
