@@ -172,17 +172,8 @@ pub fn millis(secs: f64) -> f64 {
 
 /// This process's host name and pid, as entries name their writer.
 pub fn origin() -> &'static (String, u32) {
-    static ORIGIN: std::sync::LazyLock<(String, u32)> = std::sync::LazyLock::new(|| {
-        let mut buf = [0u8; 256];
-        // SAFETY: gethostname(2) writes at most buf.len() bytes into buf.
-        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        let host = match rc {
-            0 => String::from_utf8_lossy(&buf[..end]).into_owned(),
-            _ => String::new(),
-        };
-        (host, std::process::id())
-    });
+    static ORIGIN: std::sync::LazyLock<(String, u32)> =
+        std::sync::LazyLock::new(|| (crate::host::name().to_string(), std::process::id()));
     &ORIGIN
 }
 
@@ -238,7 +229,7 @@ impl Entry {
     }
 }
 
-/// What a run's command said about its end, beyond the [`crate::worker::Outcome`].
+/// What a run's command said about its end, beyond the [`crate::policy::Outcome`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunDetails {
     /// The exit code.
@@ -326,7 +317,7 @@ pub struct JobHistory {
     pub last_success: Option<Entry>,
 }
 
-/// [`JobHistory`] from the reply of [`crate::redis::history::add_job_reads`].
+/// [`JobHistory`] from the reply of `redis::history::add_job_reads`.
 pub fn job_history(runs: Vec<Vec<u8>>, key: &str) -> JobHistory {
     let entries = parse_entries(runs, key);
     JobHistory {

@@ -59,8 +59,8 @@
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
 //!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
 //!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues
-//!   (`jobid.rs`), and per-queue jitter (`jitter.rs`, used by the policy, dispatch and
-//!   load alike).
+//!   (`jobid.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
+//!   load alike), and the host name processes and history entries carry (`host.rs`).
 //!
 //! Imports point down, in this order (`tests/layers.rs` checks there is no circle):
 //!
@@ -70,11 +70,11 @@
 //! 3. `config`: the file, the flags and the environment, merged; it checks the Redis
 //!    settings and derives the topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
-//! 5. `history` (uses `error`, `jobid`, `log`, `status`), `policy` (uses `jitter`,
+//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`), `policy` (uses `jitter`,
 //!    `schedule`, `status`), `jitter` (uses `jobid`, `schedule`), `error` (the error
 //!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
 //!    `shutdown` (uses `log`).
-//! 6. `schedule`, `jobid`, `limits`, `log`, `status`, which use no other module.
+//! 6. `schedule`, `host`, `jobid`, `limits`, `log`, `status`, which use no other module.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -82,6 +82,7 @@ pub mod config;
 pub mod dispatch;
 pub mod error;
 pub mod history;
+pub(crate) mod host;
 pub(crate) mod jitter;
 pub mod jobid;
 pub mod limits;

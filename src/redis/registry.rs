@@ -91,7 +91,7 @@ impl Registration {
         queues: Vec<String>,
         concurrency: Option<usize>,
     ) -> Registration {
-        let host = host_name();
+        let host = crate::host::name().to_string();
         let pid = std::process::id();
         let id = format!("{host}-{pid}-{:08x}", rand::random::<u32>());
         let keys = crate::redis::keys::Keys::new(&access.prefix);
@@ -247,21 +247,6 @@ impl Registration {
                 self.description.ttl
             );
         }
-    }
-}
-
-/// The host name (`unknown` if it cannot be read).
-fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at most that.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    match String::from_utf8_lossy(&buf[..end]).trim() {
-        "" => "unknown".into(),
-        name => name.to_string(),
     }
 }
 
