@@ -219,10 +219,13 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
     // Stop signals aimed at the worker's process group (Ctrl-C, systemd's SIGTERM) are
     // not for the guard: it stays until the worker has drained its jobs and exited.
     for sig in crate::shutdown::STOP_SIGNALS {
-        libc::signal(sig, libc::SIG_IGN);
+        // SAFETY: ignoring a signal installs no handler of ours.
+        unsafe { libc::signal(sig, libc::SIG_IGN) };
     }
-    libc::prctl(libc::PR_SET_NAME, c"redbike-guard".as_ptr());
-    let table = &*table;
+    // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"redbike-guard".as_ptr()) };
+    // SAFETY: the caller passes the mapping of map_table, which outlives this process.
+    let table = unsafe { &*table };
     let mut buf = [0u8; 16];
     loop {
         let mut pfd = libc::pollfd {
@@ -231,11 +234,14 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
             revents: 0,
         };
         let wait = stop_unconfirmed_jobs(table);
-        if libc::poll(&mut pfd, 1, wait) <= 0 {
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, wait) } <= 0 {
             continue; // time to look again (or EINTR)
         }
-        let n = libc::read(read, buf.as_mut_ptr().cast(), buf.len());
-        if n > 0 || (n < 0 && *libc::__errno_location() == libc::EINTR) {
+        // SAFETY: the buffer is valid for its length.
+        let n = unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) };
+        // SAFETY: errno is this thread's, always readable.
+        if n > 0 || (n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR) {
             continue;
         }
         break;
@@ -243,17 +249,19 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
     for slot in &table.slots[..table.used.load(Ordering::SeqCst).min(SLOTS)] {
         let pgid = slot.pgid.load(Ordering::SeqCst);
         if pgid > 0 {
-            libc::kill(-pgid, libc::SIGKILL);
+            // SAFETY: kill(2) touches no memory of ours.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
     }
-    libc::_exit(0)
+    // SAFETY: _exit(2) ends the guard without running the worker's exit handlers.
+    unsafe { libc::_exit(0) }
 }
 
 /// Signals the jobs whose fencing instant passed (SIGTERM, then SIGKILL after the grace
 /// period); returns how many milliseconds the guard may sleep before the next is due.
 /// A slot forgets its process group before the worker reaps the job, so the group
 /// cannot be reused while listed (but for the instant between a load and a kill).
-unsafe fn stop_unconfirmed_jobs(table: &Table) -> i32 {
+fn stop_unconfirmed_jobs(table: &Table) -> i32 {
     let now = clock_ns();
     let grace = table.grace_ns.load(Ordering::SeqCst);
     let mut wait = LOOK_EVERY_MS * 1_000_000;
@@ -270,13 +278,15 @@ unsafe fn stop_unconfirmed_jobs(table: &Table) -> i32 {
                 .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
-                libc::kill(-pgid, libc::SIGTERM);
+                // SAFETY: kill(2) touches no memory of ours.
+                unsafe { libc::kill(-pgid, libc::SIGTERM) };
             }
             stage = 1;
         }
         let kill_at = at.saturating_add(grace);
         if stage == 1 && now >= kill_at {
-            libc::kill(-pgid, libc::SIGKILL);
+            // SAFETY: kill(2) touches no memory of ours.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
             slot.stage.store(2, Ordering::SeqCst);
             continue;
         }
@@ -292,16 +302,21 @@ unsafe fn stop_unconfirmed_jobs(table: &Table) -> i32 {
 }
 
 /// Closes every descriptor except `keep`.
-unsafe fn close_all_but(keep: i32) {
+/// Only for the guard, after the fork: the descriptors closed belong to nothing there.
+fn close_all_but(keep: i32) {
     let below = match keep {
         0 => 0,
-        _ => libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32),
+        // SAFETY: close_range(2) only closes descriptors, which the forked guard never
+        // uses again.
+        _ => unsafe { libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32) },
     };
-    let above = libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    // SAFETY: as above.
+    let above = unsafe { libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32) };
     if below != 0 || above != 0 {
         // close_range(2) is Linux 5.9+; before it, close what a worker plausibly holds.
         for fd in (0..4096).filter(|fd| *fd != keep) {
-            libc::close(fd);
+            // SAFETY: as above.
+            unsafe { libc::close(fd) };
         }
     }
 }

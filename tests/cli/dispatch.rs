@@ -19,7 +19,7 @@ fn zcard(s: &RedisServer) -> usize {
 
 /// Sends `sig` to a child.
 pub fn signal(child: &Child, sig: i32) {
-    unsafe { libc::kill(child.id() as i32, sig) };
+    send_signal(child.id() as i32, sig);
 }
 
 /// Waits (at most `secs`) for a child to exit; returns its code and stderr.

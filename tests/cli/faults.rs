@@ -25,7 +25,7 @@ fn kill_worker_and_jobs(t: &Setup, mut worker: std::process::Child) {
     let _ = worker.kill();
     let _ = worker.wait();
     assert!(
-        wait_until(3.0, || unsafe { libc::kill(job, 0) } != 0),
+        wait_until(3.0, || !alive(job)),
         "the job outlived its worker"
     );
     let file = format!("{}.grandchild", t.log().display());
@@ -33,11 +33,8 @@ fn kill_worker_and_jobs(t: &Setup, mut worker: std::process::Child) {
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok())
     {
-        unsafe {
-            let pgid = libc::getpgid(pid);
-            if pgid > 0 {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
+        if let Some(pgid) = process_group(pid) {
+            send_signal(-pgid, libc::SIGKILL);
         }
     }
 }

@@ -274,11 +274,11 @@ impl Bike {
             let deadline = Instant::now() + Duration::from_secs(60);
             while Instant::now() < deadline {
                 thread::sleep(Duration::from_millis(100));
-                if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                if !alive(pid as i32) {
                     return;
                 }
             }
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            send_signal(pid as i32, libc::SIGKILL);
         });
         let output = child.wait_with_output().expect("wait for redbike");
         drop(watchdog);
@@ -418,6 +418,24 @@ pub fn workdir() -> TempDir {
 /// Path of a file in `dir`.
 pub fn path(dir: &TempDir, name: &str) -> PathBuf {
     dir.path().join(name)
+}
+
+/// Sends `sig` to process `pid` (a process group when negative); whether it was sent.
+pub fn send_signal(pid: i32, sig: i32) -> bool {
+    // SAFETY: kill(2) touches no memory of ours.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Whether process `pid` exists (a zombie counts until it is reaped).
+pub fn alive(pid: i32) -> bool {
+    send_signal(pid, 0)
+}
+
+/// The process group of `pid`, if it exists.
+pub fn process_group(pid: i32) -> Option<i32> {
+    // SAFETY: getpgid(2) touches no memory of ours.
+    let pgid = unsafe { libc::getpgid(pid) };
+    (pgid > 0).then_some(pgid)
 }
 
 /// Polls `cond` every 10 ms until it holds or `secs` pass; returns whether it held.

@@ -473,7 +473,7 @@ fn live_view_restores_the_terminal_on_sigterm() {
         return;
     };
     t.wait_for("nothing runs", 10.0);
-    unsafe { libc::kill(t.top_pid(), libc::SIGTERM) };
+    send_signal(t.top_pid(), libc::SIGTERM);
     let screen = t.wait_for("icanon", 10.0);
     assert!(
         screen.contains("EXIT=0") && screen.contains("\nicanon"),
@@ -499,7 +499,7 @@ fn live_view_ends_when_its_terminal_goes_away() {
             .map_or(true, |stat| stat.split_whitespace().nth(2) == Some("Z"))
     });
     if !ended {
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        send_signal(pid, libc::SIGKILL);
     }
     assert!(
         ended,

@@ -388,7 +388,7 @@ pub fn run_bounded(cmd: &mut Command, secs: u64) -> Output {
             thread::sleep(Duration::from_millis(50));
         }
         if !flag.load(std::sync::atomic::Ordering::SeqCst) {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            crate::harness::send_signal(pid, libc::SIGKILL);
         }
     });
     let out = child.wait_with_output().expect("wait");

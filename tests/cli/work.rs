@@ -277,7 +277,7 @@ fn timeout_stops_the_whole_process_group_once() {
         .parse()
         .unwrap();
     assert!(
-        wait_until(5.0, || unsafe { libc::kill(grandchild, 0) } != 0),
+        wait_until(5.0, || !alive(grandchild)),
         "grandchild survived"
     );
     // Back in circulation once: a failed CONTINUE job waits `failure-delay` (10 s).
@@ -404,7 +404,7 @@ fn second_signal_kills_jobs_and_exits_at_once() {
         .trim()
         .parse()
         .unwrap();
-    assert!(wait_until(5.0, || unsafe { libc::kill(grandchild, 0) } != 0));
+    assert!(wait_until(5.0, || !alive(grandchild)));
 }
 
 #[test]
@@ -420,7 +420,7 @@ fn a_killed_workers_jobs_die_with_their_process_groups() {
     // kill -9: the worker cannot clean up; its guard process kills the job's group.
     let _ = w.kill();
     let _ = w.wait();
-    let gone = |pid: i32| unsafe { libc::kill(pid, 0) } != 0;
+    let gone = |pid: i32| !alive(pid);
     assert!(wait_until(3.0, || gone(job) && gone(grandchild)));
 }
 
