@@ -87,10 +87,10 @@ pub struct Config {
     /// (`[redbike.catch-up.Q]`); queues not named catch up once.
     pub catch_up: BTreeMap<String, CatchUp>,
     /// Seconds over which the runs of particular queues' recurring jobs are spread
-    /// (`[redbike.jitter]`, see [`crate::jitter`]).
+    /// (`[redbike.jitter]`, see `jitter.rs`).
     pub jitter: BTreeMap<String, u64>,
     /// Seconds a dispatcher or worker stays listed after its last heartbeat
-    /// (`heartbeat-ttl`, see [`crate::redis::registry`]).
+    /// (`heartbeat-ttl`, see `redis/registry.rs`).
     pub heartbeat_ttl: u64,
     /// Seconds a job may be due on the timeline before `stats` and `check` call it
     /// overdue (`overdue-after`).

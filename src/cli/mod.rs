@@ -54,8 +54,9 @@ pub struct Cli {
         value_name = "FILE"
     )]
     pub config: Option<PathBuf>,
-    /// Redis URL, beats the config file (redis://[user:password@]host[:port][/db])
+    /// `--redis-url` (its help text is set apart: rustdoc would read its brackets as links).
     #[arg(
+        help = "Redis URL, beats the config file (redis://[user:password@]host[:port][/db])",
         long,
         env = "REDBIKE_REDIS_URL",
         hide_env_values = true,

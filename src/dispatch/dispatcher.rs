@@ -61,8 +61,8 @@ pub struct Pass {
     /// Of the deferred, jobs whose queue's keys hold other types (`redbike check`
     /// names them): they wait on the timeline rather than fail the pass.
     pub odd: usize,
-    /// The heartbeat it carried: 1 written, 0 none, -1 refused (see
-    /// [`crate::redis::registry`]).
+    /// The heartbeat it carried: 1 written, 0 none, -1 refused (see the registry,
+    /// `redis/registry.rs`).
     pub beat: i64,
     /// Due jobs that are paused (`redbike pause`): taken off the timeline, not queued.
     pub paused: usize,
@@ -75,7 +75,7 @@ pub fn pass(store: &mut Store<'_>, point: i64, history: bool) -> redis::RedisRes
 }
 
 /// [`pass`], its first batch carrying a heartbeat (keys and arguments from
-/// [`Registration::beat_for_script`]).
+/// `Registration::beat_for_script`).
 pub fn pass_with(
     store: &mut Store<'_>,
     point: i64,

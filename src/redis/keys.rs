@@ -51,7 +51,7 @@ pub struct Keys {
     /// `P-fencing`: the counter of fencing tokens, one per run claimed by our workers.
     pub fencing: String,
     /// `P-procs`: the ids of registered dispatchers and workers (see
-    /// [`crate::redis::registry`]; unknown to the original, harmless).
+    /// `redis/registry.rs`; unknown to the original, harmless).
     pub procs: String,
     /// `P-recent-runs`: every job's recent history entries.
     pub recent_runs: String,

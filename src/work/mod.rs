@@ -10,7 +10,7 @@
 //! enforces timeouts. While jobs are short it claims a few ahead of its free slots
 //! (`claim`), so a slot starts its next job without waiting for Redis. Outcomes that
 //! cannot be written during a Redis outage are kept and written when Redis is back.
-//! What becomes of a job after its run is [`crate::policy`]'s to decide.
+//! What becomes of a job after its run is `policy.rs`'s to decide.
 
 mod api;
 mod claim;

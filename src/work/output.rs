@@ -212,7 +212,7 @@ impl Tail {
 /// A line of output as log text. Text stays as it is (the log escapes quotes and
 /// control characters). A line more than a quarter binary (control characters other
 /// than tab and CR, or invalid UTF-8) becomes one marker, `<N NUL bytes>` when all NUL, else
-/// `<N binary bytes>`; otherwise a run of [`RUN_MARKER_MIN`] or more such bytes
+/// `<N binary bytes>`; otherwise a run of `RUN_MARKER_MIN` or more such bytes
 /// becomes such a marker, and a shorter run stays (an invalid byte as U+FFFD).
 pub fn render(line: &[u8]) -> Cow<'_, str> {
     if let Ok(text) = std::str::from_utf8(line) {
@@ -263,7 +263,7 @@ struct Run {
     bytes: usize,
     /// Every byte so far is NUL.
     nul: bool,
-    /// The run as text, while shorter than [`RUN_MARKER_MIN`] bytes.
+    /// The run as text, while shorter than `RUN_MARKER_MIN` bytes.
     short: String,
 }
 

@@ -1,8 +1,19 @@
 //! The Lua scripts that make multi-step changes atomic. Each lives next to this file (in
-//! `src/redis/scripts/`) and is prefixed with `common.lua`, which holds the enqueue rule
-//! and the placement logic. The typed functions that build each script's KEYS and ARGV
-//! are beside them: the worker's scripts in `worker.rs`, recover.lua in `recovery.rs`,
-//! skip.lua in `skip.rs`.
+//! `src/redis/scripts/`) with a KEYS/ARGV header, and is prefixed with `common.lua`,
+//! which holds the enqueue rule and the placement logic. Each script has one typed Rust
+//! function, the only code that builds its KEYS and ARGV:
+//!
+//! | script | typed function |
+//! | --- | --- |
+//! | claim, refresh, release, finish | `worker.rs` (`add_claim`, `add_refresh`, `add_release`, `add_finish`) |
+//! | recover | `recovery.rs` |
+//! | skip | `skip.rs` |
+//! | place, place_many, places, unset | `Store::place`, `Store::place_many`, `Store::places`, `Store::unset` (`redis/store.rs`) |
+//! | register | `Registration::register` (`redis/registry.rs`) |
+//! | dispatch | `dispatch::dispatcher::pass_with` |
+//! | sweep | `dispatch::recovery::sweep` |
+//! | repair | `check`'s `fix` (`operator/check.rs`) |
+//! | run, pause, resume | `run_job`, `pause_job`, `resume_job` (`operator/control.rs`) |
 
 pub(crate) mod recovery;
 pub(crate) mod skip;
