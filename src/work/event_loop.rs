@@ -546,8 +546,13 @@ impl Loop {
         let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY)
             && !self.in_flight.iter().any(|f| f.poll);
         let verify = !self.claims.unconfirmed.is_empty();
+        // Stopping, the jobs a claim still in flight took go back too, behind those
+        // claimed before them: hand-backs wait for that claim's reply so that all go back
+        // in one round trip, newest first, and the queue keeps its order.
+        let release = !(self.stopping && self.in_flight.iter().any(|f| !f.tags.is_empty()));
+        let releases = if release { self.outbox.releases.len() } else { 0 };
         // Script calls before the claim: one for all outcomes, one per hand-back.
-        let writes = usize::from(!self.outbox.pending.is_empty()) + self.outbox.releases.len();
+        let writes = usize::from(!self.outbox.pending.is_empty()) + releases;
         if writes == 0 && claim == 0 && !poll && !verify {
             return false;
         }
@@ -565,7 +570,7 @@ impl Loop {
             self.add_finish(&mut pipe, now);
         }
         // Newest first: each goes to the head of its queue, so the oldest ends up next.
-        for r in self.outbox.releases.iter().rev() {
+        for r in self.outbox.releases[..releases].iter().rev() {
             self.add_release(&mut pipe, r, now);
         }
         let tags: Vec<String> = (0..claim).map(|_| new_tag()).collect();
@@ -629,7 +634,7 @@ impl Loop {
         }
         self.in_flight.push_back(RoundTrip {
             outcomes,
-            releases: std::mem::take(&mut self.outbox.releases),
+            releases: self.outbox.releases.drain(..releases).collect(),
             tags,
             sent: sending,
             verify,
