@@ -550,7 +550,11 @@ impl Loop {
         // claimed before them: hand-backs wait for that claim's reply so that all go back
         // in one round trip, newest first, and the queue keeps its order.
         let release = !(self.stopping && self.in_flight.iter().any(|f| !f.tags.is_empty()));
-        let releases = if release { self.outbox.releases.len() } else { 0 };
+        let releases = if release {
+            self.outbox.releases.len()
+        } else {
+            0
+        };
         // Script calls before the claim: one for all outcomes, one per hand-back.
         let writes = usize::from(!self.outbox.pending.is_empty()) + releases;
         if writes == 0 && claim == 0 && !poll && !verify {

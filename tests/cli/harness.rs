@@ -119,7 +119,7 @@ impl RedisServer {
                         .find_map(|l| l.strip_prefix("process_id:"))
                         .and_then(|p| p.trim().parse::<u32>().ok());
                     if pid.is_some() && pid == self.child.as_ref().map(|c| c.id()) {
-                        return true;
+                        return self.loaded(deadline);
                     }
                     self.stop();
                     return false;
@@ -147,6 +147,24 @@ impl RedisServer {
             assert!(Instant::now() < deadline, "redis-server did not restart");
             thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Waits until the server has loaded its data set (restarted with an AOF, it answers
+    /// INFO at once but every read with LOADING until then); false if not by `deadline`.
+    fn loaded(&mut self, deadline: Instant) -> bool {
+        while Instant::now() < deadline {
+            let info = self.try_connection().and_then(|mut con| {
+                redis::cmd("INFO")
+                    .arg("persistence")
+                    .query::<String>(&mut con)
+            });
+            if info.is_ok_and(|i| i.lines().any(|l| l.trim() == "loading:0")) {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        self.stop();
+        false
     }
 
     /// `redis://127.0.0.1:PORT/0`.
