@@ -83,6 +83,16 @@ pub enum ScheduleError {
         /// What the cron parser said.
         source: CronError,
     },
+    /// A cron line without the `CRON:` prefix that marks it as one.
+    #[error(
+        "bad schedule {:?}: a cron line needs the CRON: prefix; write \"CRON:{}\"",
+        clip(.text),
+        clip(.text.trim())
+    )]
+    CronWithoutPrefix {
+        /// The schedule as given.
+        text: String,
+    },
     /// The recurrence rule is malformed or cannot be evaluated.
     #[error("bad schedule {:?}: {source}", clip(.text))]
     Rule {
@@ -144,9 +154,18 @@ impl Schedule {
         }
         Rule::parse(t)
             .map(|r| Schedule::Rule(Box::new(r)))
-            .map_err(|source| ScheduleError::Rule {
-                text: text.to_string(),
-                source,
+            .map_err(|source| {
+                // A bare crontab line is the commonest slip: say what to write.
+                if Cron::parse(t).is_ok() {
+                    ScheduleError::CronWithoutPrefix {
+                        text: text.to_string(),
+                    }
+                } else {
+                    ScheduleError::Rule {
+                        text: text.to_string(),
+                        source,
+                    }
+                }
             })
     }
 

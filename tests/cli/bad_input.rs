@@ -196,6 +196,21 @@ fn cases() -> Vec<Case> {
         rule("cron: step 0", "CRON:*/0 * * * *", "invalid step \"0\""),
         rule("cron: @reboot", "CRON:@reboot", "unknown cron name \"@reboot\""),
         rule(
+            "cron: no CRON: prefix",
+            "*/5 * * * *",
+            "a cron line needs the CRON: prefix; write \"CRON:*/5 * * * *\"",
+        ),
+        rule(
+            "cron: @daily without prefix",
+            " @daily ",
+            "write \"CRON:@daily\"",
+        ),
+        csv(
+            "load: cron without prefix",
+            "ok:A,NOW\nc:A,0 9 * * MON-FRI\n",
+            "write \"CRON:0 9 * * MON-FRI\"",
+        ),
+        rule(
             "cron: unknown zone",
             "CRON:TZ=Mars/Olympus 0 9 * * *",
             "unknown time zone \"Mars/Olympus\"",
