@@ -113,6 +113,18 @@ pub enum Error {
         /// What the connection said.
         reason: String,
     },
+    /// A file `load` had checked changed before its second reading had written it all.
+    #[error(
+        "{name} changed while it was loaded: {written} of {total} job(s) were written before the change was seen; check the file and load it again"
+    )]
+    Changed {
+        /// The file.
+        name: String,
+        /// Jobs written before the change was seen.
+        written: usize,
+        /// Jobs the first reading found.
+        total: usize,
+    },
     /// Fewer replicas than `wait-replicas` acknowledged a write in time.
     #[error(
         "only {got} of {wanted} replica(s) acknowledged the write within {ms} ms (wait-replicas); it may be lost if the master fails over now: check with `redbike tell` and run the command again"
@@ -174,7 +186,10 @@ impl Error {
             Error::Refused { .. } | Error::CannotFix { .. } => ExitCode::CannotFix,
             Error::Redis(e) if is_connection_error(e) => ExitCode::Unavailable,
             Error::Redis(e) if cannot_fix(e).is_some() => ExitCode::CannotFix,
-            Error::Redis(_) | Error::Io { .. } | Error::NotAcknowledged { .. } => ExitCode::Failure,
+            Error::Redis(_)
+            | Error::Io { .. }
+            | Error::NotAcknowledged { .. }
+            | Error::Changed { .. } => ExitCode::Failure,
         }
     }
 

@@ -7,9 +7,7 @@ use std::{
 };
 
 use anyhow::{bail, Context, Result};
-use redbike::{
-    dispatch::dispatcher, operator::csvio, operator::loader, redis::keys::Keys, redis::store::Store,
-};
+use redbike::{dispatch::dispatcher, operator::loader, redis::keys::Keys, redis::store::Store};
 use redis::Commands;
 
 use super::{ensure_count, percentile, settled, wait_for, Ctx, Idle, COMMAND_TIMEOUT};
@@ -68,14 +66,14 @@ pub fn load(ctx: &Ctx) -> Result<Vec<Measurement>> {
 /// library functions the command calls.
 fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
     let t = Instant::now();
-    let rows = csvio::read_schedules(file)?;
-    let items = loader::plan(
-        &rows,
+    let mut source = loader::Source::open(file)?;
+    let jitter = Default::default();
+    let planner = loader::Planner::new(
         redbike::schedule::timestamp::now(),
         chrono_tz::Tz::UTC,
-        &Default::default(),
-        "bench",
-    )?;
+        &jitter,
+    );
+    let mut checked = loader::check(&mut source, planner)?;
     let plan = t.elapsed().as_secs_f64();
     let (mut con, keys) = (ctx.server.con()?, Keys::new("bload"));
     let mut store = Store {
@@ -84,7 +82,7 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
     };
     let t = Instant::now();
     let probe = redbike::redis::hazards::Probe::default();
-    loader::load(&mut store, &items, &probe)?;
+    loader::load(&mut store, &mut checked, &probe)?;
     let write = t.elapsed().as_secs_f64();
     Ok(vec![
         Measurement::new(
@@ -92,7 +90,8 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
             plan,
             "s",
             format!(
-                "in-process csvio::read_schedules + loader::plan of the same {} rows",
+                "in-process loader::check (the first reading: parse, validate, plan) of the same \
+                 {} rows",
                 ctx.n
             ),
         ),
@@ -101,7 +100,8 @@ fn load_breakdown(ctx: &Ctx, file: &Path) -> Result<Vec<Measurement>> {
             write,
             "s",
             format!(
-                "in-process loader::load (Store::place_many) of the {} planned jobs",
+                "in-process loader::load (the second reading, planning again, and \
+                 Store::place_many) of the {} checked jobs",
                 ctx.n
             ),
         ),

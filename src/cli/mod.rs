@@ -20,7 +20,7 @@ use crate::{
     jitter, jobid, limits,
     operator::check,
     operator::control,
-    operator::csvio::{self, SortedCsv, SPILL_ROWS},
+    operator::csvio::{SortedCsv, SPILL_ROWS},
     operator::loader,
     operator::ps,
     operator::stats,
@@ -221,6 +221,13 @@ pub enum Command {
     ///
     /// `redbike schedules > backup.csv` then `redbike load backup.csv` restores a
     /// prefix: see redbike-schedules(1) for what a backup keeps.
+    ///
+    /// The file is read twice, and held in memory a row at a time: every row is
+    /// checked before the first is written (a bad row writes nothing), then the rows
+    /// are written in batches of 1,000. Standard input, a pipe or a FIFO is copied to
+    /// an anonymous temporary file (in TMPDIR) as it is read the first time. A file
+    /// that changes between the two readings stops the load (exit 1, saying how many
+    /// jobs were written).
     #[command(after_long_help = help::SCHEDULES)]
     Load {
         /// The CSV file (RFC 4180; `-` for standard input)
@@ -803,27 +810,20 @@ fn cmd_next(
     Ok(ExitCode::Success)
 }
 
-/// Reads, validates and plans a schedules file; nothing is written yet.
-fn plan_file(
-    config: &Config,
-    file: &std::path::Path,
-    after: Option<i64>,
-) -> Result<Vec<PlaceItem>> {
-    let name = file.display().to_string();
-    let rows = if name == "-" {
-        csvio::read_schedules_from(io::stdin().lock(), "<stdin>")?
-    } else {
-        csvio::read_schedules(file)?
-    };
-    let reference = timefile::reference_for_set(after, &config.timefile)?;
-    loader::plan(&rows, reference, config.timezone, &config.jitter, &name)
+/// The reference instant of `load` and `dispatch --schedules`.
+fn reference(config: &Config, after: Option<i64>) -> Result<i64> {
+    timefile::reference_for_set(after, &config.timefile)
 }
 
 fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
-    let items = plan_file(config, file, after)?;
+    let mut source = loader::Source::open(file)?;
+    let planner = loader::Planner::new(reference(config, after)?, config.timezone, &config.jitter);
+    let mut checked = loader::check(&mut source, planner)?;
     let probe = Probe::of(&config.redis);
-    let n = with_store(&config.redis, |store| loader::load(store, &items, &probe))?;
+    let n = with_store(&config.redis, |store| {
+        loader::load(store, &mut checked, &probe)
+    })?;
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }
@@ -835,7 +835,10 @@ fn cmd_dispatch(
 ) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
     let preload = match schedules {
-        Some(file) => plan_file(config, file, after)?,
+        Some(file) => loader::plan_all(
+            &mut loader::Source::open(file)?,
+            loader::Planner::new(reference(config, after)?, config.timezone, &config.jitter),
+        )?,
         None => Vec::new(),
     };
     let shutdown = Shutdown::new();

@@ -6,7 +6,6 @@ use std::{
     collections::BinaryHeap,
     fs::File,
     io::{Read, Seek, Write},
-    path::Path,
 };
 
 use crate::{
@@ -31,15 +30,20 @@ pub struct ScheduleRow {
     pub schedule: Schedule,
 }
 
-/// Reads and validates a whole `JOBID,SCHEDULE` file; the first bad row is an error
-/// naming its line, and then nothing may be written. A file that cannot be read is bad
-/// input too (exit 2): it was named by the operator, and nothing was written.
-pub fn read_schedules(path: &Path) -> Result<Vec<ScheduleRow>> {
-    let file = File::open(path).map_err(|e| Error::Input(format!("cannot read {path:?}: {e}")))?;
-    read_schedules_from(file, &path.display().to_string())
+/// [`for_each_schedule`], the rows collected in memory (for tests).
+pub fn read_schedules_from(input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
+    let mut rows = Vec::new();
+    for_each_schedule(input, name, |row| {
+        rows.push(row);
+        Ok(())
+    })?;
+    Ok(rows)
 }
 
-/// [`read_schedules`] from any reader; `name` names the source in messages.
+/// Reads and validates a `JOBID,SCHEDULE` file row by row, calling `each` with every
+/// valid row; the first bad row is an error naming its line. Memory holds one row and a
+/// read buffer, however long the file. A read error is bad input too (exit 2): the file
+/// was named by the operator.
 ///
 /// The file is RFC 4180 CSV as Python's `csv` module writes it (and `redbike schedules`
 /// does), read strictly: a leading UTF-8 byte order mark is skipped, CRLF, LF and CR
@@ -47,49 +51,114 @@ pub fn read_schedules(path: &Path) -> Result<Vec<ScheduleRow>> {
 /// closed, text after a closing quote, or a quote inside an unquoted field is an error.
 /// Lenient readers (the `csv` crate, Python's) silently turn `"a"b` into `ab` or swallow
 /// the rest of the file into one field; a schedules file should never be guessed at.
-pub fn read_schedules_from(mut input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
-    let mut data = Vec::new();
-    input
-        .read_to_end(&mut data)
-        .map_err(|e| Error::Input(format!("cannot read {name}: {e}")))?;
-    let mut rows = Vec::new();
-    parse_records(&data, name, |line, fields| {
-        rows.push(parse_row(&fields, line, name)?);
-        Ok(())
-    })?;
-    Ok(rows)
+pub fn for_each_schedule(
+    input: impl Read,
+    name: &str,
+    mut each: impl FnMut(ScheduleRow) -> Result<()>,
+) -> Result<()> {
+    parse_records(input, name, |line, fields| {
+        each(parse_row(&fields, line, name)?)
+    })
 }
 
 /// The UTF-8 byte order mark some editors (and Excel) put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+/// Bytes read from the input at a time.
+const READ_BUFFER: usize = 64 * 1024;
 
-/// Splits `data` into CSV records and calls `each(line, fields)` for each, where `line`
-/// is the 1-based line the record starts on. Empty lines are not records.
+/// A reader with one byte of look-ahead, over a buffer of [`READ_BUFFER`] bytes.
+struct Input<'n, R> {
+    inner: R,
+    name: &'n str,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl<R: Read> Input<'_, R> {
+    /// The unread bytes of the buffer, refilled when empty; empty at the end.
+    fn available(&mut self) -> Result<&[u8]> {
+        if self.pos == self.buf.len() {
+            self.buf.resize(READ_BUFFER, 0);
+            let n = loop {
+                match self.inner.read(&mut self.buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    other => {
+                        break other
+                            .map_err(|e| Error::Input(format!("cannot read {}: {e}", self.name)))?
+                    }
+                }
+            };
+            self.buf.truncate(n);
+            self.pos = 0;
+        }
+        Ok(&self.buf[self.pos..])
+    }
+
+    fn peek(&mut self) -> Result<Option<u8>> {
+        Ok(self.available()?.first().copied())
+    }
+
+    fn bump(&mut self, n: usize) {
+        self.pos += n;
+    }
+
+    /// Skips a leading byte order mark (the first read may return fewer than its 3
+    /// bytes only at the end of the input, or from a pipe: reads until it has them).
+    fn skip_bom(&mut self) -> Result<()> {
+        let mut head = Vec::new();
+        while head.len() < BOM.len() {
+            let avail = self.available()?;
+            if avail.is_empty() {
+                break;
+            }
+            let take = avail.len().min(BOM.len() - head.len());
+            head.extend_from_slice(&avail[..take]);
+            self.bump(take);
+        }
+        if head != BOM {
+            // Not a mark: put the bytes back in front of what is left of the buffer.
+            let rest = self.buf.split_off(self.pos);
+            self.buf = head;
+            self.buf.extend_from_slice(&rest);
+            self.pos = 0;
+        }
+        Ok(())
+    }
+}
+
+/// Splits the input into CSV records and calls `each(line, fields)` for each, where
+/// `line` is the 1-based line the record starts on. Empty lines are not records.
 fn parse_records(
-    data: &[u8],
+    input: impl Read,
     name: &str,
     mut each: impl FnMut(u64, Vec<Vec<u8>>) -> Result<()>,
 ) -> Result<()> {
     let bad = |line: u64, msg: String| Error::Input(format!("{name}: line {line}: {msg}"));
-    let mut i = if data.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut r = Input {
+        inner: input,
+        name,
+        buf: Vec::new(),
+        pos: 0,
+    };
+    r.skip_bom()?;
     let mut line: u64 = 1;
-    // Consumes the line end at `i` (CRLF, LF or a lone CR), if there is one.
-    let line_end = |i: &mut usize, line: &mut u64| -> bool {
-        match data.get(*i) {
-            Some(b'\n') => *i += 1,
+    // Consumes the line end ahead (CRLF, LF or a lone CR), if there is one.
+    let line_end = |r: &mut Input<'_, _>, line: &mut u64| -> Result<bool> {
+        match r.peek()? {
+            Some(b'\n') => r.bump(1),
             Some(b'\r') => {
-                *i += 1;
-                if data.get(*i) == Some(&b'\n') {
-                    *i += 1;
+                r.bump(1);
+                if r.peek()? == Some(b'\n') {
+                    r.bump(1);
                 }
             }
-            _ => return false,
+            _ => return Ok(false),
         }
         *line += 1;
-        true
+        Ok(true)
     };
-    while i < data.len() {
-        if line_end(&mut i, &mut line) {
+    while r.peek()?.is_some() {
+        if line_end(&mut r, &mut line)? {
             continue; // an empty line
         }
         let start_line = line;
@@ -97,11 +166,11 @@ fn parse_records(
         loop {
             let column = fields.len() + 1;
             let mut field = Vec::new();
-            if data.get(i) == Some(&b'"') {
+            if r.peek()? == Some(b'"') {
                 let open_line = line;
-                i += 1;
+                r.bump(1);
                 loop {
-                    match data.get(i) {
+                    match r.peek()? {
                         None => {
                             return Err(bad(
                                 open_line,
@@ -111,25 +180,25 @@ fn parse_records(
                                 ),
                             ))
                         }
-                        Some(b'"') if data.get(i + 1) == Some(&b'"') => {
-                            field.push(b'"');
-                            i += 2;
-                        }
                         Some(b'"') => {
-                            i += 1;
-                            break;
+                            r.bump(1);
+                            if r.peek()? != Some(b'"') {
+                                break;
+                            }
+                            field.push(b'"');
+                            r.bump(1);
                         }
-                        Some(&b) => {
+                        Some(b) => {
+                            r.bump(1);
                             // Count line ends as line_end does (CRLF once, lone CR too).
-                            if b == b'\n' || (b == b'\r' && data.get(i + 1) != Some(&b'\n')) {
+                            if b == b'\n' || (b == b'\r' && r.peek()? != Some(b'\n')) {
                                 line += 1;
                             }
                             field.push(b);
-                            i += 1;
                         }
                     }
                 }
-                if !matches!(data.get(i), None | Some(b',' | b'\n' | b'\r')) {
+                if !matches!(r.peek()?, None | Some(b',' | b'\n' | b'\r')) {
                     return Err(bad(
                         line,
                         format!(
@@ -139,12 +208,20 @@ fn parse_records(
                     ));
                 }
             } else {
-                let rest = &data[i..];
-                let len = rest
-                    .iter()
-                    .position(|b| matches!(b, b',' | b'\n' | b'\r' | b'"'))
-                    .unwrap_or(rest.len());
-                if rest.get(len) == Some(&b'"') {
+                loop {
+                    let rest = r.available()?;
+                    let len = rest
+                        .iter()
+                        .position(|b| matches!(b, b',' | b'\n' | b'\r' | b'"'))
+                        .unwrap_or(rest.len());
+                    field.extend_from_slice(&rest[..len]);
+                    let ended = len < rest.len() || rest.is_empty();
+                    r.bump(len);
+                    if ended {
+                        break;
+                    }
+                }
+                if r.peek()? == Some(b'"') {
                     return Err(bad(
                         line,
                         format!(
@@ -153,15 +230,13 @@ fn parse_records(
                         ),
                     ));
                 }
-                field.extend_from_slice(&rest[..len]);
-                i += len;
             }
             fields.push(field);
-            if data.get(i) == Some(&b',') {
-                i += 1;
+            if r.peek()? == Some(b',') {
+                r.bump(1);
                 continue; // a trailing comma means one more, empty, field
             }
-            line_end(&mut i, &mut line);
+            line_end(&mut r, &mut line)?;
             break;
         }
         each(start_line, fields)?;
@@ -358,6 +433,53 @@ mod tests {
         );
         assert!(ids(b"").is_empty());
         assert!(ids(b"\xEF\xBB\xBF\n\n").is_empty());
+    }
+
+    /// A reader that returns a byte a call: every field and line end crosses a refill.
+    struct ByteByByte<'a>(&'a [u8]);
+
+    impl Read for ByteByByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((b, rest)), Some(out)) => {
+                    *out = *b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    #[test]
+    fn reads_the_same_across_refills() {
+        for data in [
+            &b"\xEF\xBB\xBFa:A,NOW\r\n\r\nb:A,STOP\rc:A,CONTINUE"[..],
+            b"\xEF\xBBa:A,NOW\n",
+            b"\xEF",
+            b"\"a,\"\"x\"\":A\",\"DTSTART:20240101T000000Z\r\nRRULE:FREQ=DAILY\"\r\nz:A,NOW\r\n",
+            b"a:A,NOW\n\"b:A,NOW\nc:A,NOW\n",
+            b"\"a\"b:A,NOW\n",
+            b"a\"b:A,NOW\n",
+            b"a:A,NOW,\n",
+        ] {
+            let whole = read_schedules_from(data, "f.csv").map(|rows| {
+                rows.into_iter()
+                    .map(|r| (r.line, r.jobid, r.text))
+                    .collect::<Vec<_>>()
+            });
+            let bytes = read_schedules_from(ByteByByte(data), "f.csv").map(|rows| {
+                rows.into_iter()
+                    .map(|r| (r.line, r.jobid, r.text))
+                    .collect::<Vec<_>>()
+            });
+            assert_eq!(
+                format!("{whole:?}"),
+                format!("{bytes:?}"),
+                "{:?}",
+                String::from_utf8_lossy(data)
+            );
+        }
     }
 
     #[test]

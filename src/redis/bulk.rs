@@ -1,5 +1,6 @@
 //! Writing many planned jobs at once (`load`, `dispatch --schedules`): in batches of
-//! [`PLACE_BATCH`], with the checks that Redis is not full or evicting them.
+//! [`PLACE_BATCH`], with the checks that Redis is not full or evicting them. The jobs
+//! come all at hand, or a batch at a time from a file read again ([`Jobs`]).
 
 use crate::{
     error::{is_connection_error, redis_text, Error, Result},
@@ -8,51 +9,93 @@ use crate::{
     schedule::timestamp,
 };
 
-/// Writes planned items; returns how many. Refuses to begin, or to go on after a
-/// batch, when Redis is full; under a policy that may delete any key, makes sure that
-/// Redis evicted none of them meanwhile (see [`crate::redis::hazards`]). An error part-way
+/// Planned jobs to write.
+pub trait Jobs {
+    /// How many jobs there are.
+    fn total(&self) -> usize;
+    /// Fails, naming the key, unless every key that placing the jobs touches is of
+    /// redbike's type or missing: each batch's script checks its own keys, but a later
+    /// batch's odd key would stop the write half-way.
+    fn check_types(&mut self, store: &mut Store<'_>) -> Result<()>;
+    /// Calls `each` with the jobs in order, at most [`PLACE_BATCH`] at a time.
+    fn batches(&mut self, each: &mut dyn FnMut(&[PlaceItem]) -> Result<()>) -> Result<()>;
+}
+
+impl Jobs for &[PlaceItem] {
+    fn total(&self) -> usize {
+        self.len()
+    }
+
+    fn check_types(&mut self, store: &mut Store<'_>) -> Result<()> {
+        if self.len() <= PLACE_BATCH {
+            return Ok(()); // one batch: its script checks them all before writing
+        }
+        let keys = store.place_keys(self.iter().map(|i| i.jobid.as_str()));
+        store.check_types(&keys)
+    }
+
+    fn batches(&mut self, each: &mut dyn FnMut(&[PlaceItem]) -> Result<()>) -> Result<()> {
+        self.chunks(PLACE_BATCH).try_for_each(each)
+    }
+}
+
+/// Writes planned items; returns how many (see [`load_jobs`]).
+pub fn load(store: &mut Store<'_>, mut items: &[PlaceItem], probe: &Probe) -> Result<usize> {
+    load_jobs(store, &mut items, probe)
+}
+
+/// Writes planned jobs; returns how many. Refuses to begin, or to go on after a batch,
+/// when Redis is full; under a policy that may delete any key, makes sure that Redis
+/// evicted none of them meanwhile (see [`crate::redis::hazards`]). An error part-way
 /// says how many were written before it.
-pub fn load(store: &mut Store<'_>, items: &[PlaceItem], probe: &Probe) -> Result<usize> {
-    let before = hazards::before_writing(store.con, probe, items.len())?;
+pub fn load_jobs(store: &mut Store<'_>, jobs: &mut impl Jobs, probe: &Probe) -> Result<usize> {
+    let total = jobs.total();
+    let before = hazards::before_writing(store.con, probe, total)?;
     let watch_memory = before
         .as_ref()
         .is_some_and(|h| h.maxmemory_bytes > 0 && !h.evicts_any_key());
     let mut written = 0;
-    write(store, items, watch_memory, &mut written)
-        .map_err(|e| written_before(e, written, items.len()))?;
-    let ids: Vec<&str> = items.iter().map(|i| i.jobid.as_str()).collect();
-    hazards::after_writing(store, probe, before.as_ref(), &ids)?;
-    Ok(items.len())
+    write(store, jobs, watch_memory, &mut written)
+        .map_err(|e| written_before(e, written, total))?;
+    hazards::after_writing(store, probe, before.as_ref(), total, |store| {
+        let mut missing = 0;
+        jobs.batches(&mut |batch| {
+            let ids: Vec<&str> = batch.iter().map(|i| i.jobid.as_str()).collect();
+            let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+                .arg(&store.keys.schedules)
+                .arg(ids)
+                .query(store.con)?;
+            missing += found.iter().filter(|s| s.is_none()).count();
+            Ok(())
+        })?;
+        Ok(missing)
+    })?;
+    Ok(total)
 }
 
-/// Writes `items` in batches, counting the jobs written, and with `watch_memory` reads
+/// Writes the jobs in batches, counting the jobs written, and with `watch_memory` reads
 /// Redis's memory before each batch after the first.
 fn write(
     store: &mut Store<'_>,
-    items: &[PlaceItem],
+    jobs: &mut impl Jobs,
     watch_memory: bool,
     written: &mut usize,
 ) -> Result<()> {
-    if items.len() > PLACE_BATCH {
-        // Each batch's script checks its own keys, but a later batch's odd key would
-        // stop the load half-way: check them all first.
-        let keys = store.place_keys(items);
-        store.check_types(&keys)?;
-    }
+    jobs.check_types(store)?;
     let now = timestamp::now();
-    for batch in items.chunks(PLACE_BATCH) {
+    let total = jobs.total();
+    jobs.batches(&mut |batch| {
         if watch_memory && *written > 0 {
             if let Some(detail) = hazards::full_now(store.con)? {
                 return Err(Error::OutOfMemory {
                     written: *written,
-                    total: items.len(),
+                    total,
                     detail,
                 });
             }
         }
-        store.place_many(batch, now, written)?;
-    }
-    Ok(())
+        store.place_many(batch, now, written)
+    })
 }
 
 /// The error of a write of `total` jobs that failed after `written` of them: the one

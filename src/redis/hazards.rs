@@ -388,14 +388,15 @@ pub fn full_now(con: &mut Connection) -> Result<Option<String>> {
     }
 }
 
-/// After a one-shot command wrote the jobs `ids` under a policy that may delete any key:
-/// if Redis evicted keys meanwhile, counts the jobs whose schedule is gone (an error
-/// when any is). Costs one more look when nothing was evicted.
+/// After a one-shot command wrote `total` jobs under a policy that may delete any key:
+/// if Redis evicted keys meanwhile, counts the jobs whose schedule is gone (`missing`
+/// looks them up; an error when any is). Costs one more look when nothing was evicted.
 pub fn after_writing(
     store: &mut Store<'_>,
     probe: &Probe,
     before: Option<&Health>,
-    ids: &[&str],
+    total: usize,
+    missing: impl FnOnce(&mut Store<'_>) -> Result<usize>,
 ) -> Result<()> {
     let Some(before) = before.filter(|h| h.evicts_any_key()) else {
         return Ok(());
@@ -407,20 +408,13 @@ pub fn after_writing(
     if evicted == 0 {
         return Ok(());
     }
-    let mut missing = 0;
-    for chunk in ids.chunks(crate::redis::store::PLACE_BATCH) {
-        let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
-            .arg(&store.keys.schedules)
-            .arg(chunk)
-            .query(store.con)?;
-        missing += found.iter().filter(|s| s.is_none()).count();
-    }
+    let missing = missing(store)?;
     if missing > 0 {
         return Err(Error::Evicted {
             evicted,
             policy: after.maxmemory_policy,
             missing,
-            total: ids.len(),
+            total,
         });
     }
     crate::log_warn!(

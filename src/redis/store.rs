@@ -341,10 +341,13 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// The keys placing `items` touches that could be of another type, with redbike's
-    /// type for each: the fixed ones, each queue's list and members set, and the lease
-    /// of each job named as its queue (job A's lease key is queue A-A's list).
-    pub fn place_keys(&self, items: &[PlaceItem]) -> Vec<(String, &'static str)> {
+    /// The keys placing the jobs `ids` touches that could be of another type, with
+    /// redbike's type for each: the fixed ones, each queue's list and members set, and
+    /// the lease of each job named as its queue (job A's lease key is queue A-A's list).
+    pub fn place_keys<'i>(
+        &self,
+        ids: impl IntoIterator<Item = &'i str>,
+    ) -> Vec<(String, &'static str)> {
         let k = self.keys;
         let mut keys = vec![
             (k.schedules.clone(), "hash"),
@@ -353,14 +356,14 @@ impl Store<'_> {
             (k.paused.clone(), "hash"),
         ];
         let mut queues = std::collections::BTreeSet::new();
-        for item in items {
-            let q = queue_of(&item.jobid);
+        for id in ids {
+            let q = queue_of(id);
             if queues.insert(q) {
                 keys.push((k.queue(q), "list"));
                 keys.push((k.members(q), "set"));
             }
-            if q == item.jobid {
-                keys.push((k.lease(&item.jobid), "string"));
+            if q == id {
+                keys.push((k.lease(id), "string"));
             }
         }
         keys

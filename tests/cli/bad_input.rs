@@ -75,6 +75,9 @@ fn csv(name: &'static str, data: impl Into<Vec<u8>>, expect: &str) -> Case {
 fn cases() -> Vec<Case> {
     let long_rule = format!("FREQ=DAILY;BYHOUR={}1", "1,".repeat(10_000));
     let many_good_rows: String = (0..1000).map(|i| format!("ok{i}:A,NOW\n")).collect();
+    let many_rows: String = (0..100_000)
+        .map(|i| format!("ok{i}:A,FREQ=DAILY\n"))
+        .collect();
     let mut big_row = b"ok:A,NOW\nbig:A,FREQ=DAILY;".to_vec();
     big_row.resize(big_row.len() + 2 * 1024 * 1024, b'X');
     big_row.push(b'\n');
@@ -429,6 +432,19 @@ fn cases() -> Vec<Case> {
             format!("{many_good_rows}bad:A,FREQ=DAILY;INTERVAL=0\n"),
             "f.csv: line 1001: ",
         ),
+        // `load` reads a file twice (check, then write): a bad last row of a file of
+        // many batches, from a file and from standard input (copied as it is read).
+        csv(
+            "bad last row of 100,001",
+            format!("{many_rows}bad:A,FREQ=DAILY;INTERVAL=0\n"),
+            "f.csv: line 100001: ",
+        ),
+        case(
+            "bad last row of 100,001 on stdin",
+            &["load", "-"],
+            "<stdin>: line 100001: ",
+        )
+        .stdin(format!("{many_rows}bad:A,\"NOW\n")),
         case(
             "file missing",
             &["load", "missing.csv"],

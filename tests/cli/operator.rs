@@ -313,6 +313,44 @@ fn cron_lines_are_previewed_set_loaded_and_told() {
     assert!(out.contains("2030-01-02T00:00:00Z"), "{out}");
 }
 
+/// `load` reads its input twice (check, then write): standard input and a FIFO (as
+/// `load <(command)` gives) are copied as they are read the first time.
+#[test]
+fn load_reads_stdin_and_a_fifo_in_batches() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let rows = |tag: &str| -> String {
+        (0..2_500)
+            .map(|i| format!("\"{tag}{i},x:A\",FREQ=DAILY\r\n"))
+            .collect()
+    };
+    let o = bike(&s, d.path())
+        .args(["load", "-"])
+        .stdin(rows("in"))
+        .run()
+        .success();
+    assert_eq!(o.stdout.trim(), "loaded 2500 job(s) from -");
+    let fifo = path(&d, "rows.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let writer = {
+        let (fifo, data) = (fifo.clone(), rows("fifo"));
+        std::thread::spawn(move || std::fs::write(fifo, data).unwrap())
+    };
+    bike(&s, d.path())
+        .args(["load".as_ref(), fifo.as_os_str()])
+        .run()
+        .success();
+    writer.join().unwrap();
+    let n: usize = s.con().hlen("t-schedules").unwrap();
+    assert_eq!(n, 5_000);
+    assert!(hget(&s, "t-schedules", "fifo2499,x:A").is_some());
+    assert!(hget(&s, "t-schedules", "in0,x:A").is_some());
+}
+
 #[test]
 fn set_uses_timefile_as_reference_instant() {
     let s = RedisServer::start();

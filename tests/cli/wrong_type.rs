@@ -593,11 +593,22 @@ fn set_load_and_unset_write_nothing_over_a_key_of_another_type() {
     rows.push_str("last:A,NOW\n");
     std::fs::write(d.path().join("f.csv"), rows).unwrap();
     refused(&s, d.path(), &["load", "f.csv"], "t-work-A-members");
+    // With more queues than `load` keeps while it checks a file (10,000), it reads the
+    // file once more to check their keys, batch by batch, before the first write.
+    let mut rows: String = (0..10_500).map(|i| format!("j{i}:Q{i},NOW\n")).collect();
+    rows.push_str("last:A,NOW\n");
+    std::fs::write(d.path().join("f.csv"), rows).unwrap();
+    refused(&s, d.path(), &["load", "f.csv"], "t-work-A-members");
     // Job A's lease key is queue A-A's list (made by the original): `set A NOW` used
     // to say "running now" and never run it.
     let _: () = con.del("t-work-A-members").unwrap();
     let _: () = con.lpush("t-work-A-A", "z:A-A").unwrap();
     refused(&s, d.path(), &["set", "A", "NOW"], "t-work-A-A");
+    // The same job last of many rows whose queue A was seen before.
+    let mut rows: String = (0..2500).map(|i| format!("j{i}:A,NOW\n")).collect();
+    rows.push_str("A,NOW\n");
+    std::fs::write(d.path().join("f.csv"), rows).unwrap();
+    refused(&s, d.path(), &["load", "f.csv"], "t-work-A-A");
 }
 
 #[test]
