@@ -1,9 +1,10 @@
 //! The scale series (`--only scale`, never part of a default run): the same figures at
 //! 10k, 100k, 1M and 10M schedules (up to `--scale-max`), each point on a fresh
-//! redis-server of its own: Redis memory per schedule, `load`, a pass dispatching 100k
-//! due jobs among the N, a no-op worker running them, the idle dispatcher, the time and
-//! peak RSS of `statuses`, `schedules`, `check` and `stats --scan`, and how long the
-//! sweep takes to look at every schedule. The curves are drawn into an SVG
+//! redis-server of its own: Redis memory per schedule, `load` of the N (its RSS) and of
+//! 10k more (its cost a job), a pass dispatching 10k due jobs among the N and a no-op
+//! worker running them (5 rounds), the idle dispatcher, the time and peak RSS of
+//! `statuses`, `schedules`, `check` and `stats --scan`, and how long the sweep takes
+//! to look at every schedule, and how long a call of it holds Redis. The curves are drawn into an SVG
 //! (`--plot`, see support/plot.rs).
 
 use std::{
@@ -15,7 +16,7 @@ use std::{
 use anyhow::{ensure, Context, Result};
 use chrono::Timelike;
 use redbike::{
-    dispatch::{dispatcher, sweep, SweepSize, SWEEP_EVERY},
+    dispatch::{dispatcher, sweep, SweepPace},
     redis::keys::Keys,
     redis::store::Store,
 };
@@ -36,12 +37,14 @@ use crate::support::{
 
 /// The points of the series.
 const POINTS: [usize; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
-/// Due jobs dispatched and run at each point (all N where N is smaller).
-const DUE: usize = 100_000;
+/// Jobs each per-job cost is measured on, the same at every point (so the smallest
+/// point's jobs are all of its schedules): loaded into a prefix already holding N,
+/// then made due, dispatched and run by the no-op worker [`ROUNDS`] times.
+const MEASURED: usize = 10_000;
+/// Rounds of dispatch and no-op run at each point; the figures are the medians.
+const ROUNDS: usize = 5;
 /// The prefix of the series.
 const PREFIX: &str = "bscale";
-/// Rows per `redbike load` file.
-const LOAD_ROWS: usize = 1_000_000;
 /// Jobs per pipeline when the series sets up state itself.
 const SETUP_BATCH: usize = 10_000;
 /// What a command may take at most at a point of N schedules: 2 min plus 1 s per 2,000.
@@ -76,16 +79,25 @@ pub struct Point {
     pub n: usize,
     /// INFO used_memory after `load` minus before, over N.
     pub bytes_per_schedule: f64,
-    /// `redbike load` of N rows: seconds, and its peak RSS in MiB.
-    pub load_secs: f64,
+    /// `redbike load` of the N rows, one file: seconds, and its peak RSS in MiB.
+    pub load_all_secs: f64,
     pub load_rss_mib: f64,
-    /// Due jobs dispatched and run.
+    /// `redbike load` of [`MEASURED`] more rows into the prefix holding N: seconds,
+    /// redis-server CPU seconds, and Redis's time by command (INFO commandstats).
+    pub load_secs: f64,
+    pub load_redis_cpu: f64,
+    pub load_commands: String,
+    /// Jobs dispatched and run a round.
     pub due: usize,
-    /// One in-process dispatcher pass over the due jobs, seconds.
+    /// One in-process dispatcher pass over the due jobs, seconds (the median round),
+    /// and redis-server CPU seconds (the median round).
     pub dispatch_secs: f64,
-    /// An in-process no-op worker (-j 1) running them, seconds; redis-server CPU seconds.
+    pub dispatch_redis_cpu: f64,
+    /// An in-process no-op worker (-j 1) running them, seconds; redis-server CPU
+    /// seconds (medians of the rounds), and Redis's time by command (the last round).
     pub noop_secs: f64,
     pub noop_redis_cpu: f64,
+    pub noop_commands: String,
     /// An idle `redbike dispatch` on the N schedules: Redis commands/s (Lua's inner
     /// commands included) and redis-server CPU in % of a core.
     pub idle_cmds_per_s: f64,
@@ -94,26 +106,39 @@ pub struct Point {
     pub idle_calls: String,
     /// The operator commands.
     pub commands: Vec<CommandCost>,
-    /// One whole sweep pass with the dispatcher's sizes: steps, the coverage time
-    /// (steps × the step interval), and the mean Redis time of a step (ms).
-    pub sweep_steps: usize,
+    /// One whole sweep pass at the dispatcher's pace, its calls back to back: calls,
+    /// the coverage time (schedules over the pace), the mean Redis time of a call (ms,
+    /// INFO commandstats) and the longest call as the client saw it (ms, round trip
+    /// included).
+    pub sweep_calls: usize,
     pub sweep_pass_secs: f64,
-    pub sweep_step_redis_ms: f64,
-    /// The same with the fixed 500 a step of before: steps and coverage time.
-    pub sweep_fixed_steps: usize,
-    pub sweep_fixed_pass_secs: f64,
+    pub sweep_call_redis_ms: f64,
+    pub sweep_call_max_ms: f64,
+    /// The coverage time at the least pace (a call of 500 every 5 s, as before
+    /// issue 19).
+    pub sweep_least_pass_secs: f64,
 }
 
 impl Point {
-    /// Microseconds per job of `load`, the dispatch pass and the worker.
-    fn load_us(&self) -> f64 {
-        1e6 * self.load_secs / self.n as f64
+    /// Microseconds per job of `load`, the dispatch pass and the worker, wall time and
+    /// redis-server CPU.
+    pub fn load_us(&self) -> f64 {
+        1e6 * self.load_secs / MEASURED as f64
     }
-    fn dispatch_us(&self) -> f64 {
+    pub fn load_redis_us(&self) -> f64 {
+        1e6 * self.load_redis_cpu / MEASURED as f64
+    }
+    pub fn dispatch_us(&self) -> f64 {
         1e6 * self.dispatch_secs / self.due as f64
     }
-    fn noop_us(&self) -> f64 {
+    pub fn dispatch_redis_us(&self) -> f64 {
+        1e6 * self.dispatch_redis_cpu / self.due as f64
+    }
+    pub fn noop_us(&self) -> f64 {
         1e6 * self.noop_secs / self.due as f64
+    }
+    pub fn noop_redis_us(&self) -> f64 {
+        1e6 * self.noop_redis_cpu / self.due as f64
     }
 }
 
@@ -156,26 +181,37 @@ fn point(ctx: &Ctx, n: usize) -> Result<Point> {
     let keys = Keys::new(PREFIX);
     let mut con = ctx.server.con()?;
 
-    // `load` holds a whole file in memory (about 1.6 KiB a row), so the series loads
-    // files of at most LOAD_ROWS rows, one after another.
+    // The N schedules, from one file (`load` holds a row at a time).
     let file = dir.join("schedules.csv");
     let before = ctx.server.used_memory()?;
-    let (mut load_secs, mut load_rss_kib) = (0.0, 0);
-    for start in (0..n).step_by(LOAD_ROWS) {
-        let end = (start + LOAD_ROWS).min(n);
-        write_rows(&file, start..end)?;
-        let load = process::run_measured(
-            process::redbike(ctx.server, PREFIX, &dir)
-                .arg("load")
-                .arg(&file),
-            timeout(end - start),
-            &[0],
-        )?;
-        load_secs += load.elapsed.as_secs_f64();
-        load_rss_kib = load_rss_kib.max(load.max_rss_kib);
-    }
+    write_rows(&file, 0..n)?;
+    let load_all = process::run_measured(
+        process::redbike(ctx.server, PREFIX, &dir)
+            .arg("load")
+            .arg(&file),
+        timeout(n),
+        &[0],
+    )?;
     let bytes_per_schedule = ctx.server.used_memory()?.saturating_sub(before) as f64 / n as f64;
+    ensure_count("jobs on the timeline", con.zcard(&keys.timeline)?, n)?;
+
+    // The per-job cost of `load`: MEASURED more rows into the prefix holding N, then
+    // taken away again.
+    write_rows(&file, n..n + MEASURED)?;
+    let server = ctx.server.pid();
+    commands::reset(&mut con)?;
+    let redis_cpu = process::cpu_nanos(server)?;
+    let load = process::run_measured(
+        process::redbike(ctx.server, PREFIX, &dir)
+            .arg("load")
+            .arg(&file),
+        timeout(MEASURED),
+        &[0],
+    )?;
+    let load_redis_cpu = process::cpu_nanos(server)?.saturating_sub(redis_cpu) as f64 / 1e9;
+    let load_commands = commands::describe_usec(&commands::stats(&mut con)?);
     std::fs::remove_file(&file)?;
+    forget(&mut con, &keys, n..n + MEASURED)?;
     ensure_count("jobs on the timeline", con.zcard(&keys.timeline)?, n)?;
 
     fill_statuses(&mut con, &keys, n)?;
@@ -196,55 +232,71 @@ fn point(ctx: &Ctx, n: usize) -> Result<Point> {
     })
     .collect::<Result<Vec<_>>>()?;
 
-    let (sweep_steps, sweep_step_redis_ms) = sweep_pass(&mut con, &keys, SweepSize::DEFAULT)?;
-    let fixed = SweepSize {
-        least: 500,
-        most: 500,
-        steps: 1,
-    };
-    let (sweep_fixed_steps, _) = sweep_pass(&mut con, &keys, fixed)?;
+    let pace = SweepPace::DEFAULT;
+    let sweep = sweep_pass(&mut con, &keys, pace)?;
 
-    let due = DUE.min(n);
-    make_due(&mut con, &keys, due)?;
-    let t = Instant::now();
-    let pass = dispatcher::pass(
-        &mut Store {
-            con: &mut con,
-            keys: &keys,
-        },
-        redbike::schedule::timestamp::now(),
-        true,
-    )?;
-    let dispatch_secs = t.elapsed().as_secs_f64();
-    ensure_count("jobs taken by the pass", pass.taken, due)?;
-    ensure_count("jobs in queue A", con.llen(keys.queue("A"))?, due)?;
-    let noop = inproc_run(ctx, due, 1, Jobs::Noop, Start::Ready(PREFIX))?;
-    ensure_count(
-        "jobs on the timeline after the run",
-        con.zcard(&keys.timeline)?,
-        n,
-    )?;
+    let due = MEASURED.min(n);
+    let (mut dispatch, mut dispatch_cpu, mut noop, mut noop_cpu) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut noop_commands = String::new();
+    for _ in 0..ROUNDS {
+        make_due(&mut con, &keys, due)?;
+        let redis_cpu = process::cpu_nanos(server)?;
+        let t = Instant::now();
+        let pass = dispatcher::pass(
+            &mut Store {
+                con: &mut con,
+                keys: &keys,
+            },
+            redbike::schedule::timestamp::now(),
+            true,
+        )?;
+        dispatch.push(t.elapsed().as_secs_f64());
+        dispatch_cpu.push(process::cpu_nanos(server)?.saturating_sub(redis_cpu) as f64 / 1e9);
+        ensure_count("jobs taken by the pass", pass.taken, due)?;
+        ensure_count("jobs in queue A", con.llen(keys.queue("A"))?, due)?;
+        let run = inproc_run(ctx, due, 1, Jobs::Noop, Start::Ready(PREFIX))?;
+        noop.push(run.secs);
+        noop_cpu.push(run.redis_cpu);
+        noop_commands = commands::describe_usec(&commands::stats(&mut con)?);
+        ensure_count(
+            "jobs on the timeline after the run",
+            con.zcard(&keys.timeline)?,
+            n,
+        )?;
+    }
 
     let (idle_cmds_per_s, idle_redis_cpu_percent, idle_calls) = idle(ctx, &dir)?;
     Ok(Point {
         n,
         bytes_per_schedule,
-        load_secs,
-        load_rss_mib: load_rss_kib as f64 / 1024.0,
+        load_all_secs: load_all.elapsed.as_secs_f64(),
+        load_rss_mib: load_all.max_rss_kib.max(load.max_rss_kib) as f64 / 1024.0,
+        load_secs: load.elapsed.as_secs_f64(),
+        load_redis_cpu,
+        load_commands,
         due,
-        dispatch_secs,
-        noop_secs: noop.secs,
-        noop_redis_cpu: noop.redis_cpu,
+        dispatch_secs: median(dispatch),
+        dispatch_redis_cpu: median(dispatch_cpu),
+        noop_secs: median(noop),
+        noop_redis_cpu: median(noop_cpu),
+        noop_commands,
         idle_cmds_per_s,
         idle_redis_cpu_percent,
         idle_calls,
         commands,
-        sweep_steps,
-        sweep_pass_secs: sweep_steps as f64 * SWEEP_EVERY.as_secs_f64(),
-        sweep_step_redis_ms,
-        sweep_fixed_steps,
-        sweep_fixed_pass_secs: sweep_fixed_steps as f64 * SWEEP_EVERY.as_secs_f64(),
+        sweep_calls: sweep.calls,
+        sweep_pass_secs: n as f64 / pace.per_second(n),
+        sweep_call_redis_ms: sweep.redis_ms / sweep.calls as f64,
+        sweep_call_max_ms: sweep.max_ms,
+        sweep_least_pass_secs: n as f64 / pace.least as f64,
     })
+}
+
+/// The median of some figures.
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn cost(name: &'static str, m: &Measured) -> CommandCost {
@@ -295,19 +347,46 @@ fn make_due(con: &mut redis::Connection, keys: &Keys, due: usize) -> Result<()> 
     Ok(())
 }
 
-/// One whole sweep pass from cursor 0 with `size`, back to back: steps taken and the
-/// mean time Redis spent in a step, in ms (INFO commandstats, EVALSHA's usec).
-fn sweep_pass(con: &mut redis::Connection, keys: &Keys, size: SweepSize) -> Result<(usize, f64)> {
+/// Takes away the schedules, timeline entries and statuses of the jobs `ids`.
+fn forget(con: &mut redis::Connection, keys: &Keys, ids: std::ops::Range<usize>) -> Result<()> {
+    let ids: Vec<String> = ids.map(|i| format!("job{i}:A")).collect();
+    for chunk in ids.chunks(SETUP_BATCH) {
+        redis::pipe()
+            .hdel(&keys.schedules, chunk)
+            .ignore()
+            .zrem(&keys.timeline, chunk)
+            .ignore()
+            .hdel(&keys.statuses, chunk)
+            .ignore()
+            .exec(con)?;
+    }
+    Ok(())
+}
+
+/// A whole sweep pass.
+struct SweepPass {
+    /// Calls made.
+    calls: usize,
+    /// Redis's time in them, ms (INFO commandstats, EVALSHA's usec).
+    redis_ms: f64,
+    /// The longest call as the client saw it, ms.
+    max_ms: f64,
+}
+
+/// One whole sweep pass from cursor 0 in the dispatcher's calls, back to back.
+fn sweep_pass(con: &mut redis::Connection, keys: &Keys, pace: SweepPace) -> Result<SweepPass> {
     commands::reset(con)?;
-    let (mut cursor, mut steps) = (0, 0);
+    let (mut cursor, mut calls, mut max_ms) = (0, 0, 0.0f64);
     loop {
-        let step = sweep(&mut Store { con, keys }, cursor, size)?;
+        let t = Instant::now();
+        let step = sweep(&mut Store { con, keys }, cursor, pace.call)?;
+        max_ms = max_ms.max(t.elapsed().as_secs_f64() * 1e3);
         ensure!(
             step.lost.is_empty(),
             "the sweep found lost jobs: {:?}",
             step.lost
         );
-        steps += 1;
+        calls += 1;
         cursor = step.cursor;
         if cursor == 0 {
             break;
@@ -320,7 +399,11 @@ fn sweep_pass(con: &mut redis::Connection, keys: &Keys, size: SweepSize) -> Resu
         .filter_map(|c| stats.get(*c))
         .map(|s| s.usec)
         .sum();
-    Ok((steps, usec as f64 / 1e3 / steps as f64))
+    Ok(SweepPass {
+        calls,
+        redis_ms: usec as f64 / 1e3,
+        max_ms,
+    })
 }
 
 /// An idle `redbike dispatch` on the point's schedules, watched for twice the idle
@@ -370,13 +453,25 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
             format!("INFO used_memory after `redbike load` of {n} rows minus before, over {n}"),
         ));
         rows.push(Measurement::new(
+            name(n, "load_rss_mib"),
+            p.load_rss_mib,
+            "MiB",
+            format!(
+                "peak RSS (wait4 ru_maxrss) of `redbike load FILE` of {n} rows \
+                 `jobI:A,FREQ=DAILY;BYHOUR=H`, one file: {:.1} s",
+                p.load_all_secs
+            ),
+        ));
+        rows.push(Measurement::new(
             name(n, "load_per_s"),
-            n as f64 / p.load_secs,
+            MEASURED as f64 / p.load_secs,
             "jobs/s",
             format!(
-                "`redbike load FILE` of {n} rows `jobI:A,FREQ=DAILY;BYHOUR=H` (files of at \
-                 most {LOAD_ROWS} rows, one after another): {:.1} s, peak RSS {:.0} MiB",
-                p.load_secs, p.load_rss_mib
+                "`redbike load FILE` of {MEASURED} more rows into the prefix holding {n}: \
+                 {:.3} s; redis-server CPU {:.1} µs a job; Redis by command: {}",
+                p.load_secs,
+                p.load_redis_us(),
+                p.load_commands
             ),
         ));
         rows.push(Measurement::new(
@@ -384,9 +479,11 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
             p.due as f64 / p.dispatch_secs,
             "jobs/s",
             format!(
-                "one in-process dispatcher::pass moving {} due jobs among {n} into queue A: \
-                 {:.3} s",
-                p.due, p.dispatch_secs
+                "one in-process dispatcher::pass moving {} due jobs among {n} into queue A \
+                 (median of {ROUNDS} rounds): {:.3} s; redis-server CPU {:.1} µs a job",
+                p.due,
+                p.dispatch_secs,
+                p.dispatch_redis_us()
             ),
         ));
         rows.push(Measurement::new(
@@ -395,10 +492,12 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
             "jobs/s",
             format!(
                 "in-process no-op FnRunner at -j 1 running those {} jobs (each rescheduled \
-                 onto the timeline of {n}): {:.3} s; redis-server CPU {:.1} µs a job",
+                 onto the timeline of {n}; median of {ROUNDS} rounds): {:.3} s; \
+                 redis-server CPU {:.1} µs a job; Redis by command (last round): {}",
                 p.due,
                 p.noop_secs,
-                1e6 * p.noop_redis_cpu / p.due as f64
+                p.noop_redis_us(),
+                p.noop_commands
             ),
         ));
         rows.push(Measurement::new(
@@ -441,14 +540,16 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
             p.sweep_pass_secs,
             "s",
             format!(
-                "a whole sweep pass at the dispatcher's sizes: {} steps of {} s (a step took \
-                 Redis {:.2} ms on average, INFO commandstats); with the fixed 500 a step \
-                 of before: {} steps, {:.0} s",
-                p.sweep_steps,
-                SWEEP_EVERY.as_secs(),
-                p.sweep_step_redis_ms,
-                p.sweep_fixed_steps,
-                p.sweep_fixed_pass_secs
+                "a whole sweep pass at the dispatcher's pace ({:.0} schedules a second, in \
+                 {} calls of at most {}): a call took Redis {:.2} ms on average (INFO \
+                 commandstats), the longest {:.1} ms as the client saw it; at the least \
+                 pace (a call every 5 s, as before): {:.0} s",
+                SweepPace::DEFAULT.per_second(n),
+                p.sweep_calls,
+                SweepPace::DEFAULT.call,
+                p.sweep_call_redis_ms,
+                p.sweep_call_max_ms,
+                p.sweep_least_pass_secs
             ),
         ));
     }
@@ -459,7 +560,7 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
                 .map(|p| (cost(p) / cost(first), p.n))
                 .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a })
         };
-        let costs: [(&'static str, Cost, &str); 4] = [
+        let costs: [(&'static str, Cost, &str); 7] = [
             (
                 "scale_memory_vs_first",
                 |p| p.bytes_per_schedule,
@@ -467,14 +568,29 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
             ),
             ("scale_load_cost_vs_first", Point::load_us, "load µs a job"),
             (
+                "scale_load_redis_cpu_vs_first",
+                Point::load_redis_us,
+                "load: redis-server CPU µs a job",
+            ),
+            (
                 "scale_dispatch_cost_vs_first",
                 Point::dispatch_us,
                 "dispatch µs a job",
             ),
             (
+                "scale_dispatch_redis_cpu_vs_first",
+                Point::dispatch_redis_us,
+                "dispatch: redis-server CPU µs a job",
+            ),
+            (
                 "scale_noop_cost_vs_first",
                 Point::noop_us,
                 "worker µs a job",
+            ),
+            (
+                "scale_noop_redis_cpu_vs_first",
+                Point::noop_redis_us,
+                "worker: redis-server CPU µs a job",
             ),
         ];
         for (figure, cost, what) in costs {
@@ -511,6 +627,28 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
                 .target(Target::AtMost(128.0)),
             );
         }
+        rows.push(
+            Measurement::new(
+                "scale_load_rss_at_most_mib",
+                last.load_rss_mib,
+                "MiB",
+                format!("peak RSS of `redbike load` of {} rows", last.n),
+            )
+            .target(Target::AtMost(128.0)),
+        );
+        rows.push(
+            Measurement::new(
+                "scale_sweep_call_at_most_ms",
+                last.sweep_call_redis_ms,
+                "ms",
+                format!(
+                    "Redis's mean time in a sweep call at {} schedules (the longest, round \
+                     trip included: {:.1} ms)",
+                    last.n, last.sweep_call_max_ms
+                ),
+            )
+            .target(Target::AtMost(5.0)),
+        );
         rows.push(
             Measurement::new(
                 "scale_sweep_pass_at_most_s",

@@ -35,17 +35,16 @@ pub fn scale(path: &Path, points: &[Point]) -> Result<()> {
             "Redis bytes per schedule".into(),
             relative(|p| p.bytes_per_schedule),
         ),
+        ("load, per job".into(), relative(Point::load_us)),
         (
-            "load, per job".into(),
-            relative(|p| p.load_secs / p.n as f64),
+            "load, redis-server CPU per job".into(),
+            relative(Point::load_redis_us),
         ),
+        ("dispatch, per job".into(), relative(Point::dispatch_us)),
+        ("no-op worker, per job".into(), relative(Point::noop_us)),
         (
-            "dispatch, per job".into(),
-            relative(|p| p.dispatch_secs / p.due as f64),
-        ),
-        (
-            "no-op worker, per job".into(),
-            relative(|p| p.noop_secs / p.due as f64),
+            "no-op worker, redis-server CPU per job".into(),
+            relative(Point::noop_redis_us),
         ),
     ];
     let names: Vec<&str> = first.commands.iter().map(|c| c.name).collect();
@@ -69,8 +68,8 @@ pub fn scale(path: &Path, points: &[Point]) -> Result<()> {
         .collect();
     times.push(("sweep pass (coverage)".into(), xs(&|p| p.sweep_pass_secs)));
     times.push((
-        "sweep pass, 500 a step (before)".into(),
-        xs(&|p| p.sweep_fixed_pass_secs),
+        "sweep pass, 500 every 5 s (before)".into(),
+        xs(&|p| p.sweep_least_pass_secs),
     ));
     let idle: Vec<Curve> = vec![
         (

@@ -7,5 +7,6 @@ pub mod dispatcher;
 pub(crate) mod recovery;
 pub(crate) mod timefile;
 
-/// The sweep's step, for the benchmark's scale series (the rest of recovery is internal).
-pub use recovery::{sweep, SweepSize, SweepStep, SWEEP_EVERY};
+/// The sweep's calls and pace, for the benchmark's scale series (the rest of recovery
+/// is internal).
+pub use recovery::{sweep, SweepPace, SweepStep};

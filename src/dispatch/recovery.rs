@@ -33,61 +33,69 @@ pub const QUIET_AFTER_OUTAGE: Duration = Duration::from_secs(15);
 /// How long a job must stay out of circulation before the sweep puts it back (the
 /// original's reschedule is not atomic: a job is briefly nowhere between two steps).
 pub const SUSPECT_FOR: Duration = Duration::from_secs(10);
-/// How often the sweep takes its next step.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(5);
-
-/// How many schedules a sweep step looks at: enough that a whole pass takes
-/// `steps` steps (120 steps of 5 s: 10 minutes), at least `least`, and at most `most`,
-/// which caps what one step costs Redis (3 – 6 µs a schedule at 10 million on this
-/// project's loaded 2-core machine: at most about 30 ms a step, 6 ms a second; see
-/// docs/scale.md). A pass over N schedules so takes max(N/least, steps) steps until N
-/// reaches steps × most (600,000), and N/most steps beyond: 10 million schedules are
-/// all looked at within about 2.8 hours (it was 500 every 5 s: 28 hours).
+/// How fast the sweep walks the schedules: calls of at most `call` schedules each (a
+/// call holds Redis a few ms: 500 schedules take 1 – 3 ms at 10 million on this
+/// project's 2-core machine, see docs/scale.md), paced so that a whole pass over N
+/// schedules takes `pass`, but at least `least` and at most `most` schedules a second.
+/// With the defaults: a call of 500 every 5 s up to 60,000 schedules (10,000: a pass
+/// in 100 s); a pass in 10 minutes up to 2.4 million; beyond, N/4,000 seconds (10
+/// million: 42 minutes, in 8 calls a second).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SweepSize {
-    /// The fewest schedules a step looks at.
+pub struct SweepPace {
+    /// The most schedules one call looks at.
+    pub call: usize,
+    /// The fewest schedules looked at a second.
     pub least: usize,
-    /// The most schedules a step looks at.
+    /// The most schedules looked at a second.
     pub most: usize,
-    /// Steps a whole pass should take.
-    pub steps: usize,
+    /// How long a whole pass should take, within those bounds.
+    pub pass: Duration,
 }
 
-impl SweepSize {
-    /// The sizes a dispatcher uses.
-    pub const DEFAULT: SweepSize = SweepSize {
-        least: 500,
-        most: 5_000,
-        steps: 120,
+impl SweepPace {
+    /// The pace a dispatcher uses.
+    pub const DEFAULT: SweepPace = SweepPace {
+        call: 500,
+        least: 100,
+        most: 4_000,
+        pass: Duration::from_secs(600),
     };
 
-    /// [`SweepSize::DEFAULT`], except for the steps per pass when the test hook
-    /// `REDBIKE_TEST_SWEEP_STEPS` sets them (so a test covers many schedules in seconds).
-    pub fn from_env() -> SweepSize {
-        let steps = std::env::var("REDBIKE_TEST_SWEEP_STEPS")
+    /// [`SweepPace::DEFAULT`], except for the pass when the test hook
+    /// `REDBIKE_TEST_SWEEP_PASS` sets its seconds (so a test covers many schedules in
+    /// seconds).
+    fn from_env() -> SweepPace {
+        let pass = std::env::var("REDBIKE_TEST_SWEEP_PASS")
             .ok()
             .and_then(|s| s.parse().ok())
-            .filter(|&n| n > 0);
-        SweepSize {
-            steps: steps.unwrap_or(SweepSize::DEFAULT.steps),
-            ..SweepSize::DEFAULT
+            .filter(|&n| n > 0)
+            .map(Duration::from_secs);
+        SweepPace {
+            pass: pass.unwrap_or(SweepPace::DEFAULT.pass),
+            ..SweepPace::DEFAULT
         }
+    }
+
+    /// Schedules looked at a second when there are `schedules`.
+    pub fn per_second(&self, schedules: usize) -> f64 {
+        let wanted = schedules as f64 / self.pass.as_secs_f64();
+        wanted.clamp(self.least as f64, self.most as f64)
     }
 }
 
-/// One sweep step's findings.
+/// One sweep call's findings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SweepStep {
     /// The HSCAN cursor to go on from (0: the pass is complete).
     pub cursor: u64,
-    /// How many schedules the step asked HSCAN for.
-    pub count: usize,
+    /// How many schedules there are (HLEN).
+    pub schedules: usize,
     /// Live jobs found out of circulation, with their schedules.
     pub lost: Vec<(String, String)>,
 }
 
-/// One step of the sweep (sweep.lua) from `cursor`.
-pub fn sweep(store: &mut Store<'_>, cursor: u64, size: SweepSize) -> RedisResult<SweepStep> {
+/// One call of the sweep (sweep.lua) from `cursor`, looking at about `count` schedules.
+pub fn sweep(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<SweepStep> {
     let reply: Vec<String> = scripts::SWEEP
         .key(&store.keys.schedules)
         .key(&store.keys.timeline)
@@ -95,23 +103,24 @@ pub fn sweep(store: &mut Store<'_>, cursor: u64, size: SweepSize) -> RedisResult
         .key(&store.keys.paused)
         .arg(&store.keys.prefix)
         .arg(cursor)
-        .arg(size.least)
-        .arg(size.most)
-        .arg(size.steps)
+        .arg(count)
         .invoke(store.con)?;
     let mut it = reply.into_iter();
     let cursor = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
-    let count = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+    let schedules = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
     let mut lost = Vec::new();
     while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
         lost.push((id, schedule));
     }
     Ok(SweepStep {
         cursor,
-        count,
+        schedules,
         lost,
     })
 }
+/// How much sweeping accrues at most while the dispatcher does not tick (a long pass,
+/// an outage): at 10 million schedules, 40 calls in a row after such a pause.
+const SWEEP_CATCH_UP: Duration = Duration::from_secs(5);
 /// Index entries recovered per call.
 const BATCH: usize = 100;
 /// Pages of index entries looked at per pass, at most.
@@ -133,26 +142,33 @@ pub struct Recovery {
     suspects: HashMap<String, (String, Instant)>,
     /// The sweep's HSCAN cursor.
     cursor: u64,
-    /// How many schedules a sweep step looks at.
-    sweep_size: SweepSize,
-    /// When the next sweep step is due.
-    next_sweep: Instant,
+    /// How fast the sweep walks.
+    pace: SweepPace,
+    /// Schedules the sweep is to look at now, accrued at its pace.
+    owed: f64,
+    /// When `owed` was last accrued.
+    accrued: Instant,
+    /// The number of schedules the last sweep call found.
+    schedules: usize,
     /// Jobs that could not be recovered because one of their keys is of another type
     /// (named once while they stay so; `redbike check` reports the key).
     odd: HashSet<String>,
 }
 
 impl Recovery {
-    /// Recovery with the given settings; the first sweep step is due at once.
+    /// Recovery with the given settings; the first sweep call is due at once.
     pub(crate) fn new(policy: Policy, history_limit: u64) -> Recovery {
+        let pace = SweepPace::from_env();
         Recovery {
             policy,
             history_limit,
             quiet_until: Instant::now(),
             suspects: HashMap::new(),
             cursor: 0,
-            sweep_size: SweepSize::from_env(),
-            next_sweep: Instant::now(),
+            pace,
+            owed: pace.call as f64,
+            accrued: Instant::now(),
+            schedules: 0,
             odd: HashSet::new(),
         }
     }
@@ -164,7 +180,8 @@ impl Recovery {
     }
 
     /// Does what is due: recover stale index entries (`earliest` is the earliest
-    /// recovery instant in the index, `redis_now` Redis's clock) and take a sweep step;
+    /// recovery instant in the index, `redis_now` Redis's clock) and the sweep calls
+    /// owed since the last tick (ticks about once a second spread them evenly);
     /// `now` is what statuses record. Returns jobs recovered.
     pub fn tick(
         &mut self,
@@ -180,10 +197,7 @@ impl Recovery {
         if earliest.is_some_and(|t| t <= redis_now) {
             n += self.recover_index(store, redis_now, now)?;
         }
-        if Instant::now() >= self.next_sweep {
-            self.next_sweep = Instant::now() + SWEEP_EVERY;
-            n += self.sweep_step(store, now)?;
-        }
+        n += self.sweep_step(store, now)?;
         Ok(n)
     }
 
@@ -262,6 +276,11 @@ impl Recovery {
         Ok(n)
     }
 
+    /// Recovers the suspects still out of circulation after [`SUSPECT_FOR`], then makes
+    /// the sweep calls owed: the pace accrues schedules by the second (up to
+    /// [`SWEEP_CATCH_UP`] of them, after a slow pass), and a call is made for each
+    /// `call` of them, so Redis is never held long; with few schedules, a call every
+    /// 5 s, as an idle dispatcher always did.
     fn sweep_step(&mut self, store: &mut Store<'_>, now: i64) -> RedisResult<usize> {
         let mut n = 0;
         let ripe: Vec<String> = self
@@ -274,12 +293,21 @@ impl Recovery {
             self.suspects.remove(&id);
             n += usize::from(self.recover_one(store, &id, Lost::Orphan, now)? == Some(true));
         }
-        let step = sweep(store, self.cursor, self.sweep_size)?;
-        self.cursor = step.cursor;
-        for (id, schedule) in step.lost {
-            self.suspects
-                .entry(id)
-                .or_insert((schedule, Instant::now()));
+        let rate = self.pace.per_second(self.schedules);
+        let call = self.pace.call as f64;
+        let most = (rate * SWEEP_CATCH_UP.as_secs_f64()).max(call);
+        self.owed = (self.owed + rate * self.accrued.elapsed().as_secs_f64()).min(most);
+        self.accrued = Instant::now();
+        while self.owed >= call {
+            self.owed -= call;
+            let step = sweep(store, self.cursor, self.pace.call)?;
+            self.cursor = step.cursor;
+            self.schedules = step.schedules;
+            for (id, schedule) in step.lost {
+                self.suspects
+                    .entry(id)
+                    .or_insert((schedule, Instant::now()));
+            }
         }
         Ok(n)
     }

@@ -107,11 +107,11 @@ fn jobs_left_out_by_python_workers_are_swept_back() {
     assert_eq!(finish(disp, 5.0).0, Some(0));
 }
 
-/// The sweep's step grows with the number of schedules, so that a pass takes a bounded
-/// number of steps (120 by default; 2 here through the test hook
-/// REDBIKE_TEST_SWEEP_STEPS): of 10,000 schedules, 20 jobs that are nowhere are all
-/// put back within about two steps (5 s apart) and the 10 s wait. With the fixed 500
-/// schedules a step of before, the pass took 20 steps, 100 s.
+/// The sweep's pace grows with the number of schedules, so that a pass takes a bounded
+/// time (10 minutes by default; 2 s here through the test hook
+/// REDBIKE_TEST_SWEEP_PASS, so 5,000 schedules a second, in calls of 500): of 10,000
+/// schedules, 20 jobs that are nowhere are all put back within about a pass and the
+/// 10 s wait. At the least pace (a call of 500 every 5 s), the pass would take 100 s.
 #[test]
 fn the_sweep_covers_many_schedules_in_a_bounded_pass() {
     const N: usize = 10_000;
@@ -131,7 +131,7 @@ fn the_sweep_covers_many_schedules_in_a_bounded_pass() {
     let removed: usize = con.zrem("t-timeline", &lost).unwrap();
     assert_eq!(removed, lost.len());
     let disp = bike(&t.s, t.d.path())
-        .env("REDBIKE_TEST_SWEEP_STEPS", "2")
+        .env("REDBIKE_TEST_SWEEP_PASS", "2")
         .args(["dispatch"])
         .spawn();
     let back = |con: &mut redis::Connection| -> usize {

@@ -545,11 +545,9 @@ fn read_only_scripts_take_odd_members_keys_in_their_stride() {
         .arg("t")
         .arg("0")
         .arg("100")
-        .arg("100")
-        .arg("1")
         .invoke(&mut s.con())
         .unwrap();
-    // Only the cursor and the count: j:A cannot be put back into a queue whose keys
+    // Only the cursor and the number of schedules: j:A cannot be put back into a queue whose keys
     // are odd.
     assert_eq!(page.len(), 2, "{page:?}");
 }
