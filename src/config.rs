@@ -98,6 +98,9 @@ pub struct Config {
     /// History entries workers and dispatchers keep per job (`history-limit`; 0: no
     /// history is written, see [`crate::history`]).
     pub history_limit: u64,
+    /// The shards the prefix is split into (`shards`, see [`crate::shard`]); 1 is the
+    /// unsplit layout the Python original shares.
+    pub shards: u32,
     /// The file the configuration came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -157,6 +160,7 @@ struct RedbikeTable {
     heartbeat_ttl: Option<u64>,
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
+    shards: Option<u64>,
 }
 
 /// `[redbike.catch-up.Q]`: the catch-up policy of queue Q.
@@ -226,6 +230,7 @@ impl Config {
             config.prefix = prefix.clone();
         }
         check_prefix(&config.prefix)?;
+        check_shards(&config.prefix, config.shards)?;
         config.redis = Access::new(settings, &config.prefix)?;
         Ok(config)
     }
@@ -354,6 +359,9 @@ impl Config {
         }
         let prefix = t.prefix.unwrap_or_else(|| "redbike".into());
         check_prefix(&prefix)?;
+        // Within SHARDS, so it fits a u32.
+        let shards = in_range("redbike.shards", limits::SHARDS, t.shards.unwrap_or(1))? as u32;
+        check_shards(&prefix, shards)?;
         let redis = Access::new(file.redis, &prefix)?;
         Ok(Config {
             prefix,
@@ -379,6 +387,7 @@ impl Config {
             heartbeat_ttl,
             overdue_after,
             history_limit,
+            shards,
             source,
         })
     }
@@ -437,6 +446,7 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "concurrency" => limits::CONCURRENCY,
         "wait-replicas" => limits::WAIT_REPLICAS,
         "wait-timeout-ms" => limits::WAIT_TIMEOUT_MS,
+        "shards" => limits::SHARDS,
         "port" => limits::PORT,
         "db" => limits::DB,
         _ => return None,
@@ -449,6 +459,21 @@ fn check_prefix(prefix: &str) -> Result<(), ConfigError> {
             key: "redbike.prefix",
             message: format!(
                 "{prefix:?} must be non-empty and free of spaces and control characters"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A prefix split into shards needs a hash tag: each shard's number goes into it.
+fn check_shards(prefix: &str, shards: u32) -> Result<(), ConfigError> {
+    if shards > 1 && crate::redis::topology::hash_tag(prefix).is_none() {
+        return Err(ConfigError::Value {
+            key: "redbike.shards",
+            message: format!(
+                "prefix {prefix:?} has no hash tag; a prefix split into shards needs one, such as \"{{{}}}\": shard K's keys are then \"{{{}/K}}-...\"",
+                prefix.replace(['{', '}'], ""),
+                prefix.replace(['{', '}'], "")
             ),
         });
     }

@@ -56,6 +56,9 @@
 //!   the terminal and the reader thread (`mod.rs`).
 //! - `schedule/`: the schedule language: RRULEs (`rule`), cron lines (`cron`), unix
 //!   times and ISO timestamps (`timestamp.rs`).
+//! - `shard.rs`: a prefix split into shards (`shards = N`): the shards' prefixes and
+//!   configurations, the shard of a job, the number recorded in Redis, and running a
+//!   loop per shard; the commands in `cli/` route and merge through it.
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
 //!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
 //!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues
@@ -67,8 +70,9 @@
 //! 1. `cli` uses everything.
 //! 2. `operator`, `top`, `dispatch` and `work`, never each other (`operator` and `top`
 //!    read the worker's queue syntax from `work`).
-//! 3. `config`: the file, the flags and the environment, merged; it checks the Redis
-//!    settings and derives the topology through `redis`.
+//! 3. `shard` (uses `config`, `redis`, `shutdown`), and `config`: the file, the flags
+//!    and the environment, merged; it checks the Redis settings and derives the
+//!    topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
 //! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`), `policy` (uses `jitter`,
 //!    `schedule`, `status`), `jitter` (uses `jobid`, `schedule`), `error` (the error
@@ -91,6 +95,7 @@ pub mod operator;
 mod policy;
 pub mod redis;
 pub mod schedule;
+pub mod shard;
 pub mod shutdown;
 pub(crate) mod status;
 pub mod top;

@@ -43,6 +43,9 @@ pub const JITTER: Range = Range::new(0, 86_400, "seconds");
 pub const BACKOFF: Range = Range::new(0, YEAR, "seconds");
 /// `-j/--concurrency`, `concurrency`: jobs one worker runs at once.
 pub const CONCURRENCY: Range = Range::new(1, 1024, "");
+/// `shards`: the shards a prefix is split into (see `crate::shard`); 1 is today's
+/// layout, a thousand shards spread any cluster (it has at most 1,000 masters).
+pub const SHARDS: Range = Range::new(1, 1024, "");
 /// `next -n/--count`: run times to print.
 pub const COUNT: Range = Range::new(1, 100_000, "");
 /// `wait-replicas`: replicas that must acknowledge a write (0: don't wait).

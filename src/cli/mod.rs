@@ -29,6 +29,7 @@ use crate::{
     redis::store::{with_store, PlaceItem, Placed},
     schedule::timestamp,
     schedule::{Placement, Schedule, ScheduleError},
+    shard,
     shutdown::Shutdown,
     status::Status,
     work,
@@ -124,6 +125,10 @@ pub struct WorkFlags {
     #[arg(long, value_name = "N", value_parser = limits::arg::history_limit,
           allow_negative_numbers = true)]
     pub history_limit: Option<u64>,
+    /// Serve only these shards of a prefix split into shards, e.g. 0,3 [default: every
+    /// shard]; the concurrency is shared out among them, at least one job each
+    #[arg(long, value_name = "LIST")]
+    pub shards: Option<String>,
     /// The command to run per job (after `--`); the job id is appended
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -251,6 +256,9 @@ pub enum Command {
         #[arg(long, value_name = "N", value_parser = limits::arg::history_limit,
           allow_negative_numbers = true)]
         history_limit: Option<u64>,
+        /// Serve only these shards of a prefix split into shards, e.g. 0,3 [default: every shard]
+        #[arg(long, value_name = "LIST")]
+        shards: Option<String>,
     },
     /// Run a worker: claim jobs from weighted queues and run COMMAND JOBID for each
     #[command(after_long_help = help::WORK)]
@@ -413,6 +421,20 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         prefix: cli.prefix,
     };
     let config = Config::load(&overrides)?;
+    // Commands that read or write jobs refuse a prefix split into another number of
+    // shards; `next` and `ping` touch no job, `holds-lease` runs inside a job (cheap),
+    // and dispatchers and workers check as they start.
+    let touches_jobs = !matches!(
+        cli.command,
+        Command::Next { .. }
+            | Command::Ping
+            | Command::HoldsLease { .. }
+            | Command::Dispatch { .. }
+            | Command::Work(_)
+    );
+    if touches_jobs {
+        shard::check_recorded(&config)?;
+    }
     match cli.command {
         Command::Set {
             jobid,
@@ -443,12 +465,18 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             schedules,
             after,
             history_limit,
+            shards,
         } => {
             let config = Config {
                 history_limit: history_limit.unwrap_or(config.history_limit),
                 ..config
             };
-            cmd_dispatch(&config, schedules.as_deref(), after.as_deref())
+            cmd_dispatch(
+                &config,
+                schedules.as_deref(),
+                after.as_deref(),
+                shards.as_deref(),
+            )
         }
         Command::History {
             jobid,
@@ -506,6 +534,7 @@ fn print_line(line: &str) -> Result<()> {
 
 fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result<ExitCode> {
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     let schedule = Schedule::parse(text)?;
     let after = parse_ts("--after", after, config)?;
     let reference = timefile::reference_for_set(after, &config.timefile)?;
@@ -544,6 +573,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 
 fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     let report = with_store(&config.redis, |store| {
         control::run_job(store, id, timestamp::now())
     })?;
@@ -586,9 +616,12 @@ fn cmd_pause(
     let now = timestamp::now();
     if let Some(q) = queue {
         control::validate_queue(q)?;
-        let added = with_store(&config.redis, |store| {
-            control::pause_queue(store, q, note, now)
-        })?;
+        let mut added = false;
+        for config in shard::all(config)? {
+            added |= with_store(&config.redis, |store| {
+                control::pause_queue(store, q, note, now)
+            })?;
+        }
         print_line(&if added {
             format!("queue {q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
         } else {
@@ -599,6 +632,7 @@ fn cmd_pause(
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     let paused = with_store(&config.redis, |store| {
         control::pause_job(store, id, note, now)
     })?;
@@ -617,7 +651,10 @@ fn cmd_pause(
 fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<ExitCode> {
     if let Some(q) = queue {
         control::validate_queue(q)?;
-        let removed = with_store(&config.redis, |store| control::resume_queue(store, q))?;
+        let mut removed = false;
+        for config in shard::all(config)? {
+            removed |= with_store(&config.redis, |store| control::resume_queue(store, q))?;
+        }
         print_line(&if removed {
             format!("queue {q}: resumed; its workers claim from it again")
         } else {
@@ -628,6 +665,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     let resumed = with_store(&config.redis, |store| {
         control::resume_job(store, config, id, timestamp::now())
     })?;
@@ -642,6 +680,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     if with_store(&config.redis, |store| store.unset(id))? {
         print_line(&format!("{id}: unset"))?;
     } else {
@@ -654,6 +693,7 @@ fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
 
 fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     let info = with_store(&config.redis, |store| store.tell(id))?;
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
@@ -666,12 +706,24 @@ fn cmd_history(
     query: &crate::history::Query,
     format: HistoryFormat,
 ) -> Result<ExitCode> {
-    if let Some(id) = &query.job {
-        jobid::validate(id)?;
+    let shards = match &query.job {
+        Some(id) => {
+            jobid::validate(id)?;
+            vec![shard::for_job(config, id)?]
+        }
+        None => shard::all(config)?,
+    };
+    let mut entries = Vec::new();
+    for config in &shards {
+        entries.extend(with_store(&config.redis, |store| {
+            crate::redis::history::read(store, query)
+        })?);
     }
-    let entries = with_store(&config.redis, |store| {
-        crate::redis::history::read(store, query)
-    })?;
+    if shards.len() > 1 {
+        // Each shard's entries are newest first; so are all of them together.
+        entries.sort_by(|a, b| b.end.total_cmp(&a.end));
+        entries.truncate(query.limit.unwrap_or(usize::MAX));
+    }
     match format {
         HistoryFormat::Csv => crate::history::write_csv(&entries, out())?,
         HistoryFormat::Json => crate::history::write_json(&entries, out())?,
@@ -681,6 +733,7 @@ fn cmd_history(
 
 fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
+    let config = &shard::for_job(config, id)?;
     let token: u64 = token.trim().parse().map_err(|_| {
         Error::Input(format!(
             "bad fencing token {token:?}: give the whole number the job got in REDBIKE_FENCING_TOKEN"
@@ -695,35 +748,40 @@ fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
 
 fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
+    // Every shard's rows go into one sort: the order is that of an unsplit prefix.
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    with_store(&config.redis, |store| {
-        let key = store.keys.statuses.clone();
-        store.scan_hash(&key, |id, raw| {
-            match Status::parse(&String::from_utf8_lossy(&raw)) {
-                Some(s) if s.at <= before => sorted.push(vec![
-                    id,
-                    s.event.into_bytes(),
-                    s.at.to_string().into_bytes(),
-                ])?,
-                Some(_) => {}
-                None => crate::log_warn!(
-                    "status of {:?} is {:?}, not EVENT:TIMESTAMP; left out",
-                    String::from_utf8_lossy(&id),
-                    String::from_utf8_lossy(&raw)
-                ),
-            }
-            Ok(())
-        })
-    })?;
+    for config in shard::all(config)? {
+        with_store(&config.redis, |store| {
+            let key = store.keys.statuses.clone();
+            store.scan_hash(&key, |id, raw| {
+                match Status::parse(&String::from_utf8_lossy(&raw)) {
+                    Some(s) if s.at <= before => sorted.push(vec![
+                        id,
+                        s.event.into_bytes(),
+                        s.at.to_string().into_bytes(),
+                    ])?,
+                    Some(_) => {}
+                    None => crate::log_warn!(
+                        "status of {:?} is {:?}, not EVENT:TIMESTAMP; left out",
+                        String::from_utf8_lossy(&id),
+                        String::from_utf8_lossy(&raw)
+                    ),
+                }
+                Ok(())
+            })
+        })?;
+    }
     sorted.finish(out())?;
     Ok(ExitCode::Success)
 }
 
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    with_store(&config.redis, |store| {
-        crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
-    })?;
+    for config in shard::all(config)? {
+        with_store(&config.redis, |store| {
+            crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
+        })?;
+    }
     sorted.finish(out())?;
     Ok(ExitCode::Success)
 }
@@ -735,13 +793,15 @@ fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
             "unknown control signal {signal:?}; use HALT or RESUME"
         )));
     }
-    with_store(&config.redis, |store| {
-        if signal == "HALT" {
-            store.control("HALT")
-        } else {
-            store.clear_control()
-        }
-    })?;
+    for config in shard::all(config)? {
+        with_store(&config.redis, |store| {
+            if signal == "HALT" {
+                store.control("HALT")
+            } else {
+                store.clear_control()
+            }
+        })?;
+    }
     Ok(ExitCode::Success)
 }
 
@@ -750,6 +810,12 @@ fn cmd_ping(config: &Config) -> Result<ExitCode> {
     out()
         .write_all(report.to_string().as_bytes())
         .map_err(|e| Error::io("cannot write output", e))?;
+    if config.shards > 1 {
+        print_line(&format!("shards: {}", config.shards))?;
+        for (k, shard) in shard::all(config)?.iter().enumerate() {
+            print_line(&crate::operator::ping::shard_line(k, shard)?)?;
+        }
+    }
     Ok(ExitCode::Success)
 }
 
@@ -815,15 +881,45 @@ fn reference(config: &Config, after: Option<i64>) -> Result<i64> {
     timefile::reference_for_set(after, &config.timefile)
 }
 
+/// A planner for `config`'s shard: its timefile is the reference instant.
+fn planner(config: &Config, after: Option<i64>) -> Result<loader::Planner<'_>> {
+    Ok(loader::Planner::new(
+        reference(config, after)?,
+        config.timezone,
+        &config.jitter,
+    ))
+}
+
+/// Keeps only the rows of shard `k` of `config` in `source`'s readings.
+fn only_shard(source: &mut loader::Source, config: &Config, k: usize) {
+    let n = config.shards;
+    source.only(move |id| shard::of_job(id, n) as usize == k);
+}
+
 fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
     let mut source = loader::Source::open(file)?;
-    let planner = loader::Planner::new(reference(config, after)?, config.timezone, &config.jitter);
-    let mut checked = loader::check(&mut source, planner)?;
-    let probe = Probe::of(&config.redis);
-    let n = with_store(&config.redis, |store| {
-        loader::load(store, &mut checked, &probe)
-    })?;
+    // Every row is checked before anything is written; a split prefix then checks and
+    // writes one shard's rows at a time (two more readings a shard).
+    let mut checked = loader::check(&mut source, planner(config, after)?)?;
+    let shards = shard::all(config)?;
+    let mut n = 0;
+    if shards.len() == 1 {
+        let probe = Probe::of(&config.redis);
+        n = with_store(&config.redis, |store| {
+            loader::load(store, &mut checked, &probe)
+        })?;
+    } else {
+        drop(checked);
+        for (k, config) in shards.iter().enumerate() {
+            only_shard(&mut source, config, k);
+            let mut checked = loader::check(&mut source, planner(config, after)?)?;
+            let probe = Probe::of(&config.redis);
+            n += with_store(&config.redis, |store| {
+                loader::load(store, &mut checked, &probe)
+            })?;
+        }
+    }
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }
@@ -832,20 +928,43 @@ fn cmd_dispatch(
     config: &Config,
     schedules: Option<&std::path::Path>,
     after: Option<&str>,
+    shards: Option<&str>,
 ) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
-    let preload = match schedules {
-        Some(file) => loader::plan_all(
-            &mut loader::Source::open(file)?,
-            loader::Planner::new(reference(config, after)?, config.timezone, &config.jitter),
-        )?,
-        None => Vec::new(),
-    };
+    if schedules.is_some() && shards.is_some() {
+        return Err(Error::Input(
+            "--schedules sets jobs of every shard: leave out --shards, or load the file with `redbike load`".into(),
+        ));
+    }
+    let chosen = shard::chosen(config, shards)?;
+    let mut loops: Vec<(Config, Vec<PlaceItem>)> = Vec::new();
+    let mut source = schedules.map(loader::Source::open).transpose()?;
+    for (k, c) in chosen.into_iter().enumerate() {
+        let items = match &mut source {
+            Some(source) => {
+                if config.shards > 1 {
+                    only_shard(source, config, k);
+                }
+                loader::plan_all(source, planner(&c, after)?)?
+            }
+            None => Vec::new(),
+        };
+        loops.push((c, items));
+    }
+    if config.shards > 1 {
+        shard::check_recorded(config)?;
+    }
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(true)
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
-    dispatcher::run(config, dispatcher::Options { after, preload }, &shutdown)?;
+    shard::run_each(&loops, &shutdown, |(config, preload)| {
+        let options = dispatcher::Options {
+            after,
+            preload: preload.clone(),
+        };
+        dispatcher::run(config, options, &shutdown)
+    })?;
     Ok(ExitCode::Success)
 }
 
@@ -864,7 +983,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         flags.command
     };
     // The flags' ranges were checked by clap (limits::arg), the config's by Config.
-    let timeouts = match flags.timeout {
+    let timeouts: std::collections::BTreeMap<String, Duration> = match flags.timeout {
         Some(t) => queues
             .iter()
             .map(|q| (q.clone(), Duration::from_secs(t)))
@@ -915,15 +1034,38 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         limits.log_lines = flags.output_log_lines.unwrap_or(limits.log_lines);
         limits.log_bytes = flags.output_log_bytes.unwrap_or(limits.log_bytes);
     }
-    let runner =
-        runner::CommandRunner::new(command, queues, timeouts, w.pass_redis_env, settings.grace)?
-            .with_output_limits(output_limits, queue_output_limits)
-            .with_history(settings.history_limit > 0);
+    let chosen = shard::chosen(config, flags.shards.as_deref())?;
+    if config.shards > 1 {
+        shard::check_recorded(config)?;
+    }
+    // One loop per shard, each with its share of the concurrency (at least one job) and
+    // a runner of its own (a runner's state is per slot, and each loop has its slots).
+    let total = settings.concurrency;
+    let n = chosen.len();
+    let mut loops: Vec<(Config, work::Settings, Arc<dyn work::JobRunner>)> = Vec::new();
+    for (i, c) in chosen.into_iter().enumerate() {
+        let settings = work::Settings {
+            concurrency: (total / n + usize::from(i < total % n)).max(1),
+            ..settings.clone()
+        };
+        let runner = runner::CommandRunner::new(
+            command.clone(),
+            queues.clone(),
+            timeouts.clone(),
+            w.pass_redis_env,
+            settings.grace,
+        )?
+        .with_output_limits(output_limits, queue_output_limits.clone())
+        .with_history(settings.history_limit > 0);
+        loops.push((c, settings, Arc::new(runner)));
+    }
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(false)
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
-    work::run(config, Arc::new(runner), settings, &shutdown)?;
+    shard::run_each(&loops, &shutdown, |(config, settings, runner)| {
+        work::run(config, Arc::clone(runner), settings.clone(), &shutdown)
+    })?;
     Ok(ExitCode::Success)
 }
 
@@ -933,21 +1075,38 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());
     let mut write_error = None;
-    let probe = Probe::of(&config.redis);
-    let mut health = Err(String::new());
-    let summary = with_store(&config.redis, |store| {
-        health = probe.query(store.con)?;
-        let emit = |f: &check::Finding| {
-            if let Err(e) = rows
-                .write_record([f.kind, &f.jobid, &f.detail])
-                .and_then(|()| Ok(rows.flush()?))
-            {
-                write_error.get_or_insert(e);
+    let mut summary = check::Summary::default();
+    // The Redis settings of each shard's node; a hazard of several is said once.
+    let mut hazards: Vec<String> = Vec::new();
+    let mut unread = None;
+    for config in shard::all(config)? {
+        let probe = Probe::of(&config.redis);
+        let mut health = Err(String::new());
+        let part = with_store(&config.redis, |store| {
+            health = probe.query(store.con)?;
+            let emit = |f: &check::Finding| {
+                if let Err(e) = rows
+                    .write_record([f.kind, &f.jobid, &f.detail])
+                    .and_then(|()| Ok(rows.flush()?))
+                {
+                    write_error.get_or_insert(e);
+                }
+            };
+            let walk = check::Check::new(store, repair, &policy, emit);
+            Ok(walk.overdue_after(config.overdue_after).run()?)
+        })?;
+        summary.add(&part);
+        match health {
+            Ok(health) => {
+                for hazard in health.hazards {
+                    if !hazards.contains(&hazard.message) {
+                        hazards.push(hazard.message);
+                    }
+                }
             }
-        };
-        let walk = check::Check::new(store, repair, &policy, emit);
-        Ok(walk.overdue_after(config.overdue_after).run()?)
-    })?;
+            Err(why) => unread = Some(why),
+        }
+    }
     if let Some(e) = write_error {
         return Err(Error::io("cannot write output", e.into()));
     }
@@ -981,13 +1140,11 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
             String::new()
         },
     );
-    match health {
-        Ok(health) => {
-            for hazard in &health.hazards {
-                say!("check: redis: {hazard}");
-            }
-        }
-        Err(why) => say!("check: redis settings unchecked: cannot read INFO ({why}); allow +info"),
+    for hazard in &hazards {
+        say!("check: redis: {hazard}");
+    }
+    if let Some(why) = unread {
+        say!("check: redis settings unchecked: cannot read INFO ({why}); allow +info");
     }
     Ok(if remaining > 0 {
         ExitCode::Failure
@@ -1011,10 +1168,15 @@ fn cmd_stats(
         scan,
         overdue_after: config.overdue_after,
     };
-    let probe = Probe::of(&config.redis);
-    let figures = with_store(&config.redis, |store| {
-        stats::collect(store, &opts, &probe, timestamp::now())
-    })?;
+    let mut parts = Vec::new();
+    for config in shard::all(config)? {
+        let probe = Probe::of(&config.redis);
+        parts.push(with_store(&config.redis, |store| {
+            stats::collect(store, &opts, &probe, timestamp::now())
+        })?);
+    }
+    // There is at least one shard.
+    let figures = stats::merge(&config.prefix, parts).expect("a prefix has a shard");
     out()
         .write_all(stats::render(&figures, format).as_bytes())
         .map_err(|e| Error::io("cannot write output", e))?;
@@ -1022,7 +1184,36 @@ fn cmd_stats(
 }
 
 fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
-    let listed = with_store(&config.redis, |store| Ok(registry::list(store)?))?;
+    let mut listed: Vec<registry::Listed> = Vec::new();
+    let mut first = true;
+    for config in shard::all(config)? {
+        let part = with_store(&config.redis, |store| Ok(registry::list(store)?))?;
+        if first {
+            listed = part;
+            first = false;
+            continue;
+        }
+        // A process serving several shards registers a loop in each: one row, with
+        // the loops' concurrency added up.
+        for l in part {
+            let d = &l.description;
+            let same = |a: &&mut registry::Listed| {
+                let e = &a.description;
+                (&e.kind, &e.host, e.pid) == (&d.kind, &d.host, d.pid)
+            };
+            match listed.iter_mut().find(same) {
+                Some(a) => {
+                    let c = &mut a.description.concurrency;
+                    *c = c.zip(d.concurrency).map(|(x, y)| x + y);
+                }
+                None => listed.push(l),
+            }
+        }
+    }
+    listed.sort_by(|a, b| {
+        let (a, b) = (&a.description, &b.description);
+        (&a.kind, &a.host, a.pid, &a.id).cmp(&(&b.kind, &b.host, b.pid, &b.id))
+    });
     let text = ps::render(&listed, format, timestamp::now())?;
     out()
         .write_all(&text)
@@ -1037,6 +1228,12 @@ fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
 }
 
 fn cmd_top(config: &Config, once: bool, queues: Option<&str>) -> Result<ExitCode> {
+    if config.shards > 1 {
+        return Err(Error::Input(format!(
+            "top shows one unsplit prefix, and {} is split into {} shards: look at a shard with shards = 1 and --prefix set to its prefix (`redbike ping` lists them)",
+            config.prefix, config.shards
+        )));
+    }
     let queues = match queues {
         Some(text) => stats::parse_queue_names(text)?,
         None => Vec::new(),

@@ -76,6 +76,19 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     overdue_before: i64,
 }
 
+impl Summary {
+    /// Adds the counts of `other` (another shard's walk) to these.
+    pub fn add(&mut self, other: &Summary) {
+        self.jobs += other.jobs;
+        self.queues += other.queues;
+        self.problems += other.problems;
+        self.repaired += other.repaired;
+        self.held += other.held;
+        self.overdue += other.overdue;
+        self.paused += other.paused;
+    }
+}
+
 impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     /// A check of `store`'s prefix.
     pub(crate) fn new(store: &'a mut Store<'s>, repair: bool, policy: &'a Policy, emit: F) -> Self {

@@ -46,6 +46,9 @@ pub struct Source {
     file: File,
     /// A regular file's length and modification time when it was opened.
     stamp: Option<(u64, Option<SystemTime>)>,
+    /// Which job ids' rows the readings give (all when `None`): a prefix split into
+    /// shards reads one shard's rows at a time.
+    keep: Option<Box<dyn Fn(&str) -> bool>>,
 }
 
 impl Source {
@@ -59,6 +62,7 @@ impl Source {
                 pipe: Some(Box::new(io::stdin())),
                 file: spill()?,
                 stamp: None,
+                keep: None,
             });
         }
         let name = path.display().to_string();
@@ -71,6 +75,7 @@ impl Source {
                 pipe: None,
                 file,
                 stamp: Some((meta.len(), meta.modified().ok())),
+                keep: None,
             });
         }
         Ok(Source {
@@ -78,6 +83,7 @@ impl Source {
             pipe: Some(Box::new(file)),
             file: spill()?,
             stamp: None,
+            keep: None,
         })
     }
 
@@ -86,8 +92,19 @@ impl Source {
         &self.name
     }
 
-    /// Reads the file from its start, calling `each` with every row.
-    fn rows(&mut self, each: impl FnMut(ScheduleRow) -> Result<()>) -> Result<()> {
+    /// From now on, the readings give only the rows whose job id `keep` accepts (the
+    /// line numbers in messages stay the file's).
+    pub fn only(&mut self, keep: impl Fn(&str) -> bool + 'static) {
+        self.keep = Some(Box::new(keep));
+    }
+
+    /// Reads the file from its start, calling `each` with every row (that it keeps).
+    fn rows(&mut self, mut each: impl FnMut(ScheduleRow) -> Result<()>) -> Result<()> {
+        let keep = self.keep.as_deref();
+        let each = |row: ScheduleRow| match keep {
+            Some(keep) if !keep(&row.jobid) => Ok(()),
+            _ => each(row),
+        };
         let io = |e| Error::io("cannot use the temporary copy of the input", e);
         if let Some(pipe) = self.pipe.take() {
             let copy = Tee {

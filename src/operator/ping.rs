@@ -104,6 +104,20 @@ pub fn ping(config: &Config) -> Result<Report> {
     })
 }
 
+/// The line `ping` prints for shard `k` (configuration `shard`) of a split prefix:
+/// its prefix, the server serving it and, on a cluster, its slot.
+pub fn shard_line(k: usize, shard: &Config) -> Result<String> {
+    let reached = store::reach(&shard.redis, CONNECT_TIMEOUT)?;
+    let slot = reached
+        .slot
+        .map(|s| format!(" slot {s}"))
+        .unwrap_or_default();
+    Ok(format!(
+        "shard {k}: prefix {} server {}{slot}",
+        shard.prefix, reached.server
+    ))
+}
+
 /// Role and version from HELLO (no protocol switch); `unknown` when it is refused (an
 /// ACL without `hello`, a server older than 6).
 fn hello(con: &mut Connection) -> (String, String) {

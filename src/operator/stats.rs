@@ -170,6 +170,76 @@ pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -
     Ok(stats)
 }
 
+/// The figures of a prefix split into shards, from each shard's (in shard order) and
+/// named `prefix`: counts add up; a lateness, an age or a percentile is the largest of
+/// the shards'; processes alive are the fewest any shard has (a process serving every
+/// shard is registered in each); the Redis settings are those of shard 0's node.
+pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
+    let mut parts = parts.into_iter();
+    let mut all = parts.next()?;
+    all.prefix = prefix.to_string();
+    let sum = |a: &mut Option<u64>, b: Option<u64>| *a = a.zip(b).map(|(x, y)| x + y);
+    for s in parts {
+        all.schedules += s.schedules;
+        all.halted |= s.halted;
+        all.timeline.jobs += s.timeline.jobs;
+        all.timeline.due += s.timeline.due;
+        all.timeline.oldest_due_lateness_seconds = all
+            .timeline
+            .oldest_due_lateness_seconds
+            .max(s.timeline.oldest_due_lateness_seconds);
+        all.running += s.running;
+        for q in s.queues {
+            match all.queues.iter_mut().find(|a| a.queue == q.queue) {
+                Some(a) => {
+                    a.length += q.length;
+                    a.oldest_age_seconds = a.oldest_age_seconds.max(q.oldest_age_seconds);
+                }
+                None => all.queues.push(q),
+            }
+        }
+        if let (Some(a), Some(b)) = (&mut all.statuses, s.statuses) {
+            for (event, n) in b {
+                *a.entry(event).or_default() += n;
+            }
+        }
+        sum(&mut all.unparsable_statuses, s.unparsable_statuses);
+        sum(&mut all.lease_keys, s.lease_keys);
+        all.alive = all.alive.zip(s.alive).map(|(mut a, b)| {
+            a.dispatchers = a.dispatchers.min(b.dispatchers);
+            a.workers = a.workers.min(b.workers);
+            for (q, n) in b.workers_per_queue {
+                let fewest = a.workers_per_queue.get(&q).map_or(0, |m| n.min(*m));
+                a.workers_per_queue.insert(q, fewest);
+            }
+            a
+        });
+        all.overdue.jobs += s.overdue.jobs;
+        let (r, t) = (&mut all.recent_runs, s.recent_runs);
+        r.runs_per_minute += t.runs_per_minute;
+        r.lateness_samples += t.lateness_samples;
+        r.lateness_p50_seconds = max_f64(r.lateness_p50_seconds, t.lateness_p50_seconds);
+        r.lateness_p99_seconds = max_f64(r.lateness_p99_seconds, t.lateness_p99_seconds);
+        r.recent_failures += t.recent_failures;
+        all.paused_jobs += s.paused_jobs;
+        for p in s.paused_queues {
+            if !all.paused_queues.iter().any(|a| a.queue == p.queue) {
+                all.paused_queues.push(p);
+            }
+        }
+    }
+    all.queues.sort_by(|a, b| a.queue.cmp(&b.queue));
+    all.paused_queues.sort_by(|a, b| a.queue.cmp(&b.queue));
+    Some(all)
+}
+
+fn max_f64(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 /// Counts the live processes; every queue of `named` is counted, with 0 workers if
 /// none works it.
 fn count_alive(listed: &[crate::redis::registry::Listed], named: &BTreeSet<String>) -> Alive {

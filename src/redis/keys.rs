@@ -22,6 +22,7 @@
 //! | `P-paused` | hash | paused job id -> JSON `{"since":unix,"note":text}` (new here, `pause`) |
 //! | `P-paused-queues` | hash | paused queue -> the same JSON (new here, `pause --queue`) |
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
+//! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
 //!
 //! The Python original ignores the keys that are new here: it neither reads nor
 //! writes them, nor deletes them with a job.
@@ -67,6 +68,8 @@ pub struct Keys {
     pub paused_queues: String,
     /// `P-rerun`: jobs asked by `redbike run` to run again once their current run ends.
     pub rerun: String,
+    /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
+    pub shards: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -129,6 +132,7 @@ impl Keys {
             paused: format!("{prefix}-paused"),
             paused_queues: format!("{prefix}-paused-queues"),
             rerun: format!("{prefix}-rerun"),
+            shards: format!("{prefix}-shards"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

@@ -1,6 +1,6 @@
 //! Reaching Redis: the topology (standalone, Sentinel, Cluster), connecting and retrying,
 //! the link a long-running loop keeps, the listener for wake-ups and failovers, the key
-//! names, the registry of live processes, pauses, the store of schedules, writing many jobs at
+//! names, the registry of live processes, pauses, the store of schedules, the shard count a prefix records, writing many jobs at
 //! once (bulk), the Redis settings that lose jobs (hazards), and the Lua scripts with
 //! the typed functions that call them.
 
@@ -15,5 +15,6 @@ pub(crate) mod registry;
 pub(crate) mod retry;
 pub mod scripts;
 pub mod settings;
+pub(crate) mod shards;
 pub mod store;
 pub mod topology;

@@ -59,6 +59,8 @@ pub static PLACES: LazyLock<Script> = script!("places.lua");
 pub static REGISTER: LazyLock<Script> = script!("register.lua");
 /// `run`: queue a job now, or ask for one more run after the current one.
 pub static RUN: LazyLock<Script> = script!("run.lua");
+/// Every command on a prefix with a hash tag: read (and record) its number of shards.
+pub static SHARDS: LazyLock<Script> = script!("shards.lua");
 /// `pause`: take a job out of circulation, keeping its schedule.
 pub static PAUSE: LazyLock<Script> = script!("pause.lua");
 /// `resume`: end a job's pause and place it per its schedule.
