@@ -668,3 +668,292 @@ fn cluster_prefixes_spread_over_nodes_and_each_runs() {
         assert!(status.starts_with("STP"), "{status}");
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Shards: one prefix split over hash slots (issue 19 part 3)
+
+/// Writes `rb.toml` in `d`: `prefix`, `shards` and the `[redbike-redis]` lines.
+fn sharded_config(d: &TempDir, prefix: &str, shards: u32, redis: &str) {
+    let text = format!(
+        "[redbike]\nprefix = {}\nshards = {shards}\n\n[redbike-redis]\n{redis}\n",
+        q(prefix)
+    );
+    std::fs::write(path(d, "rb.toml"), text).unwrap();
+}
+
+/// The shard of job `id` in a prefix split into `n`, a power of two: CRC16 of the id
+/// mod n, which is its key slot (CRC16 mod 16384) mod n.
+fn shard_of(id: &str, n: u16) -> u16 {
+    assert_eq!(16384 % n, 0, "n must divide 16384 for this check");
+    crc16_slot(id) % n
+}
+
+#[test]
+fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
+    let server = RedisServer::start();
+    let url = format!("url = {}", q(server.url()));
+    // The same jobs under an unsplit prefix and under one split into 4 shards.
+    let one = workdir();
+    sharded_config(&one, "{one}", 1, &url);
+    let four = workdir();
+    sharded_config(&four, "{four}", 4, &url);
+    let t0 = now();
+    let rows: Vec<(String, String)> = (0..60)
+        .map(|i| {
+            let sched = match i % 4 {
+                0 => "NOW".to_string(),
+                1 => format!("AT:{}", t0 + 3600),
+                2 => "FREQ=HOURLY".to_string(),
+                _ => "CRON:*/5 * * * *".to_string(),
+            };
+            (format!("job{i}:Q{}", i % 3), sched)
+        })
+        .collect();
+    for d in [&one, &four] {
+        load(d, "jobs.csv", &rows);
+        rb(d).args(["set", "extra:Q0", "STOP"]).ok();
+        rb(d).args(["unset", "job7:Q1"]).ok();
+        rb(d).args(["pause", "job9:Q0"]).ok();
+    }
+
+    // Listings: byte for byte what the unsplit prefix prints.
+    let before = (t0 + 10).to_string();
+    for args in [
+        &["statuses", "-b", &before][..],
+        &["schedules"],
+        &["check"],
+        &["history"],
+    ] {
+        let a = rb(&one).args(args).ok();
+        let b = rb(&four).args(args).ok();
+        assert_eq!(a, b, "{args:?}");
+    }
+    let stats = |d: &TempDir| {
+        let out = rb(d).args(["stats", "--format", "json", "--scan"]).ok();
+        let mut v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        for k in ["prefix", "time", "redis", "lease_keys"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(stats(&one), stats(&four));
+    // One job's commands go to its shard.
+    for id in ["job0:Q0", "job9:Q0", "job2:Q2"] {
+        let a = rb(&one).args(["tell", id]).ok();
+        let b = rb(&four).args(["tell", id]).ok();
+        assert_eq!(a, b, "{id}");
+    }
+
+    // Keys: the unsplit prefix is named as ever and records nothing; the split one
+    // holds no job itself, records 4, and each job is in shard CRC16(id) mod 4.
+    let keys = server.dump();
+    assert!(keys.contains_key("{one}-schedules"), "{keys:?}");
+    assert!(!keys.contains_key("{one}-shards"));
+    assert!(!keys.keys().any(|k| k.starts_with("{one/")), "{keys:?}");
+    assert!(!keys.contains_key("{four}-schedules"));
+    let mut con = server.con();
+    let recorded: String = redis::cmd("GET")
+        .arg("{four}-shards")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(recorded, "4");
+    let mut used = BTreeSet::new();
+    for (id, _) in &rows {
+        let k = shard_of(id, 4);
+        used.insert(k);
+        if id == "job7:Q1" {
+            continue;
+        }
+        let held: bool = redis::cmd("HEXISTS")
+            .arg(format!("{{four/{k}}}-schedules"))
+            .arg(id)
+            .query(&mut con)
+            .unwrap();
+        assert!(held, "{id} not in shard {k}");
+    }
+    assert_eq!(used.len(), 4, "the jobs use every shard");
+
+    // Another number of shards is refused, nothing written; so is the unsplit view.
+    let dbsize = server.dbsize();
+    for (shards, why) in [(3, "split into 4 shard(s)"), (1, "split into 4 shard(s)")] {
+        sharded_config(&four, "{four}", shards, &url);
+        for args in [&["set", "x:Q0", "NOW"][..], &["statuses"], &["dispatch"]] {
+            if shards == 1 && args[0] == "dispatch" {
+                continue; // an unsplit dispatcher does not ask (it finds nothing to do)
+            }
+            let err = refused(rb(&four).args(args).run(), 2);
+            assert!(err.contains(why), "{shards} {args:?}: {err}");
+        }
+    }
+    assert_eq!(server.dbsize(), dbsize);
+    // A prefix holding jobs of its own cannot be split in place.
+    sharded_config(&one, "{one}", 2, &url);
+    let err = refused(rb(&one).args(["set", "x:Q0", "NOW"]).run(), 2);
+    assert!(err.contains("holds 60 job(s) of its own"), "{err}");
+    // A split prefix needs a hash tag.
+    sharded_config(&one, "plain", 2, &url);
+    let err = refused(rb(&one).args(["statuses"]).run(), 2);
+    assert!(err.contains("no hash tag"), "{err}");
+    assert_eq!(server.dbsize(), dbsize);
+}
+
+/// CRC16 mod 16384 for a standalone server without CLUSTER KEYSLOT (cluster mode off).
+fn crc16_slot(id: &str) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in id.as_bytes() {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
+/// Commands and their Redis CPU (microseconds) on the node at `port` since its last
+/// CONFIG RESETSTAT, from INFO commandstats; and the node's own CPU seconds (INFO cpu).
+fn node_load(port: u16) -> (u64, u64, f64) {
+    let stats = text(port, &["INFO", "commandstats"]);
+    let (mut calls, mut usec) = (0, 0);
+    for line in stats.lines().filter(|l| l.starts_with("cmdstat_")) {
+        for part in line.split([':', ',']) {
+            if let Some(n) = part.strip_prefix("calls=") {
+                calls += n.parse::<u64>().unwrap_or(0);
+            } else if let Some(n) = part.strip_prefix("usec=") {
+                usec += n.parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    let cpu = text(port, &["INFO", "cpu"]);
+    let secs = |f: &str| {
+        info_field(&cpu, f)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (calls, usec, secs("used_cpu_sys") + secs("used_cpu_user"))
+}
+
+/// Waits (at most 10 s) until every replica has what its master wrote.
+fn replicas_caught_up(c: &Cluster) -> bool {
+    wait_until(10.0, || {
+        c.nodes[..3].iter().all(|m| {
+            let info = try_text(m.port, &["INFO", "replication"]).unwrap_or_default();
+            let Some(offset) = info_field(&info, "master_repl_offset") else {
+                return true; // a killed master
+            };
+            info.contains(&format!("offset={offset},"))
+        })
+    })
+}
+
+#[test]
+fn sharded_prefix_spreads_over_a_cluster_runs_each_job_once_and_survives_a_failover() {
+    let c = Cluster::start_with_replicas();
+    let masters: Vec<u16> = c.nodes[..3].iter().map(|n| n.port).collect();
+    let d = workdir();
+    let shards = 12;
+    // Twelve shards of {s}: four on each master (CRC16 spreads tags; a tag whose
+    // shards met on fewer nodes would need more shards).
+    let owners: Vec<u16> = (0..shards).map(|k| c.owner(&format!("s/{k}"))).collect();
+    for m in &masters {
+        assert_eq!(owners.iter().filter(|o| *o == m).count(), 4, "{owners:?}");
+    }
+    // The tests' CRC16 is Redis's (shard_of relies on it).
+    for id in ["a", "job1:A", "s/3"] {
+        assert_eq!(crc16_slot(id), c.keyslot(id), "{id}");
+    }
+    sharded_config(
+        &d,
+        "{s}",
+        shards,
+        &format!("cluster-nodes = {}", list(&c.addrs())),
+    );
+    let log = job_script(&d);
+    for m in &masters {
+        text(*m, &["CONFIG", "RESETSTAT"]);
+    }
+
+    // Before: jobs straight into their queues and one-offs for the dispatchers to move.
+    let t0 = now();
+    let mut expected: BTreeSet<String> = BTreeSet::new();
+    let mut batch = |name: &str, n: usize, sched: &dyn Fn(usize) -> String| {
+        let rows: Vec<(String, String)> =
+            (0..n).map(|i| (format!("{name}{i}:A"), sched(i))).collect();
+        expected.extend(rows.iter().map(|r| r.0.clone()));
+        load(&d, &format!("{name}.csv"), &rows);
+    };
+    batch("pre", 240, &|i| {
+        if i < 180 {
+            "NOW".into()
+        } else {
+            format!("AT:{}", t0 + 2)
+        }
+    });
+    let mut pair = start_pair(&d, 6);
+    let ran = wait_until(30.0, || runs(&log).len() >= 240);
+    assert!(ran, "only {} of 240 ran", runs(&log).len());
+
+    // The work spread over the masters: each holds keys of the prefix, and served a
+    // share of the commands.
+    let mut figures = vec![];
+    for m in &masters {
+        let keys: Vec<String> = c
+            .keys_on(*m)
+            .into_iter()
+            .filter(|k| k.starts_with("{s/"))
+            .collect();
+        assert!(keys.len() >= 8, "node {m}: {keys:?}");
+        figures.push(node_load(*m));
+    }
+    let total: u64 = figures.iter().map(|f| f.0).sum();
+    for (m, (calls, usec, cpu)) in masters.iter().zip(&figures) {
+        println!(
+            "node {m}: {calls} commands ({:.0}% of {total}), {usec} us of commands, {cpu:.2} s cpu",
+            *calls as f64 * 100.0 / total as f64
+        );
+        assert!(
+            *calls * 6 >= total,
+            "node {m} served {calls} of {total} commands"
+        );
+    }
+
+    // Failover: one-offs due in a few seconds are on every shard (and replicated); a
+    // master is killed; its replica takes over and they still run, once.
+    batch("mid", 60, &|_| format!("AT:{}", now() + 5));
+    assert!(replicas_caught_up(&c), "replicas lag");
+    // The master of a shard, not node 0 (which answers the test's cluster queries).
+    let (victim, slot) = (1..shards)
+        .map(|k| c.keyslot(&format!("s/{k}")))
+        .find_map(|slot| {
+            let owner = c.owner_of_slot(slot);
+            let i = masters.iter().position(|m| *m == owner)?;
+            (i != 0).then_some((i, slot))
+        })
+        .expect("a shard on node 1 or 2");
+    let dead = masters[victim];
+    let mut nodes = c;
+    nodes.nodes[victim].kill();
+    let took = Instant::now();
+    let promoted = wait_until(30.0, || {
+        let info = try_text(nodes.nodes[0].port, &["CLUSTER", "INFO"]).unwrap_or_default();
+        info_field(&info, "cluster_state").as_deref() == Some("ok")
+            && nodes.owner_of_slot(slot) != dead
+    });
+    assert!(promoted, "no failover");
+    println!("cluster failover took {:?}", took.elapsed());
+    // After: new jobs land on the promoted replica too.
+    batch("post", 60, &|_| "NOW".into());
+    let all = wait_until(40.0, || runs(&log).len() >= expected.len());
+    assert!(pair.0.alive() && pair.1.alive(), "a process exited");
+    let logs = halt(&d, pair);
+    let got = runs(&log);
+    assert!(all, "{} of {} ran\n{logs}", got.len(), expected.len());
+    let mut seen = BTreeSet::new();
+    let twice: Vec<&String> = got.iter().filter(|id| !seen.insert(*id)).collect();
+    assert!(twice.is_empty(), "ran twice: {twice:?}");
+    assert_eq!(seen.into_iter().cloned().collect::<BTreeSet<_>>(), expected);
+    rb(&d).args(["check"]).ok();
+}

@@ -628,7 +628,8 @@ impl SentinelSet {
 // ---------------------------------------------------------------------------------
 // Cluster
 
-/// Three masters, no replicas, all 16384 slots assigned by `redis-cli --cluster create`.
+/// Three masters (and, with [`Cluster::start_with_replicas`], a replica each), all
+/// 16384 slots assigned by `redis-cli --cluster create`; the masters come first.
 pub struct Cluster {
     pub nodes: Vec<Proc>,
     /// nodes.conf and logs; after the processes, so they are killed before this goes.
@@ -639,18 +640,28 @@ impl Cluster {
     /// Starts the nodes, creates the cluster and waits (at most 30 s) for
     /// `cluster_state:ok` on every node.
     pub fn start() -> Cluster {
+        Cluster::start_with(0)
+    }
+
+    /// Three masters with a replica each (nodes 3, 4, 5), every replica in sync.
+    pub fn start_with_replicas() -> Cluster {
+        Cluster::start_with(1)
+    }
+
+    fn start_with(replicas: usize) -> Cluster {
         for _ in 0..5 {
-            if let Some(c) = Cluster::try_start() {
+            if let Some(c) = Cluster::try_start(replicas) {
                 return c;
             }
         }
         panic!("could not start the cluster");
     }
 
-    fn try_start() -> Option<Cluster> {
+    fn try_start(replicas: usize) -> Option<Cluster> {
         let dir = tempfile::tempdir().unwrap();
         let mut nodes = vec![];
-        for i in 0..3 {
+        let count = 3 * (1 + replicas);
+        for i in 0..count {
             let d = dir.path().join(format!("node{i}"));
             fs::create_dir(&d).unwrap();
             // The cluster bus listens on port + 10000: free_port(true) checks both.
@@ -671,7 +682,7 @@ impl Cluster {
         cmd.arg("--cluster")
             .arg("create")
             .args(cluster.addrs())
-            .args(["--cluster-replicas", "0", "--cluster-yes"]);
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]);
         let out = run_bounded(&mut cmd, 30);
         if !out.status.success() {
             eprintln!(
@@ -685,14 +696,22 @@ impl Cluster {
             cluster.nodes.iter().all(|n| {
                 let info = try_text(n.port, &["CLUSTER", "INFO"]).unwrap_or_default();
                 info_field(&info, "cluster_state").as_deref() == Some("ok")
-                    && info_field(&info, "cluster_known_nodes").as_deref() == Some("3")
+                    && info_field(&info, "cluster_known_nodes") == Some(count.to_string())
             })
         });
+        // Each replica has attached to its master and holds its data.
+        let synced = wait_until(30.0, || {
+            cluster.nodes[3..].iter().all(|n| {
+                let info = try_text(n.port, &["INFO", "replication"]).unwrap_or_default();
+                info_field(&info, "master_link_status").as_deref() == Some("up")
+            })
+        });
+        assert!(synced, "replicas not in sync");
         assert!(ok, "cluster_state not ok on every node");
         Some(cluster)
     }
 
-    /// `["127.0.0.1:P", ...]` of the three nodes.
+    /// `["127.0.0.1:P", ...]` of the nodes.
     pub fn addrs(&self) -> Vec<String> {
         self.nodes.iter().map(Proc::addr).collect()
     }
