@@ -957,3 +957,126 @@ fn sharded_prefix_spreads_over_a_cluster_runs_each_job_once_and_survives_a_failo
     assert_eq!(seen.into_iter().cloned().collect::<BTreeSet<_>>(), expected);
     rb(&d).args(["check"]).ok();
 }
+
+/// The figures of docs/scale.md (a split prefix on a Cluster): N one-off jobs
+/// (`REDBIKE_SHARD_JOBS`, default 20000) due at once over S shards
+/// (`REDBIKE_SHARDS`, default 12) of a 3-master cluster, moved by one dispatcher and run by one worker (`-j 16`, a command that
+/// exits at once); prints commands, their Redis CPU and each node's CPU per master,
+/// per job, and the jobs per second. Run it explicitly:
+/// `REDBIKE_SHARD_JOBS=20000 cargo test --release --test cli shard_load -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement: run explicitly (see the doc comment)"]
+fn shard_load_per_node() {
+    let n: usize = std::env::var("REDBIKE_SHARD_JOBS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let shards: usize = std::env::var("REDBIKE_SHARDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let c = Cluster::start();
+    let masters: Vec<u16> = c.nodes.iter().map(|n| n.port).collect();
+    let d = workdir();
+    sharded_config(
+        &d,
+        "{s}",
+        shards as u32,
+        &format!("cluster-nodes = {}", list(&c.addrs())),
+    );
+    let due = now() + 5;
+    let rows: Vec<(String, String)> = (0..n)
+        .map(|i| (format!("job{i}:A"), format!("AT:{due}")))
+        .collect();
+    load(&d, "jobs.csv", &rows);
+    let dispatcher = Bg(Some(rb(&d).args(["dispatch"]).spawn()));
+    let worker = Bg(Some(
+        rb(&d)
+            .args([
+                "work",
+                "A",
+                "-j",
+                "16",
+                "--history-limit",
+                "0",
+                "--",
+                "true",
+            ])
+            .spawn(),
+    ));
+    // Count from the moment the jobs fall due: dispatch, claim and finish only.
+    while now() < due {
+        thread::sleep(Duration::from_millis(50));
+    }
+    for m in &masters {
+        text(*m, &["CONFIG", "RESETSTAT"]);
+    }
+    let before: Vec<f64> = masters.iter().map(|m| node_load(*m).2).collect();
+    let start = Instant::now();
+    // Jobs not yet done: on a timeline, in a queue or running, in any shard (a few
+    // dozen commands a poll, next to some 25 a job).
+    let prefix = |k: usize| match shards {
+        1 => "s".to_string(),
+        _ => format!("s/{k}"),
+    };
+    let owners: Vec<u16> = (0..shards).map(|k| c.owner(&prefix(k))).collect();
+    let left = || -> u64 {
+        (0..shards)
+            .map(|k| {
+                let p = format!("{{{}}}", prefix(k));
+                let (a, b, c): (u64, u64, u64) = redis::pipe()
+                    .zcard(format!("{p}-timeline"))
+                    .llen(format!("{p}-work-A"))
+                    .zcard(format!("{p}-leases"))
+                    .query(&mut con(owners[k]))
+                    .unwrap();
+                a + b + c
+            })
+            .sum()
+    };
+    let done = wait_until(600.0, || {
+        thread::sleep(Duration::from_millis(200));
+        left() == 0
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let logs = halt(&d, (dispatcher, worker));
+    assert!(done, "{} of {n} left\n{logs}", left());
+    println!(
+        "{n} jobs over {shards} shard(s) of 3 masters in {secs:.1} s: {:.0} jobs/s",
+        n as f64 / secs
+    );
+    let mut total = 0;
+    for (m, cpu0) in masters.iter().zip(before) {
+        let (calls, usec, cpu) = node_load(*m);
+        let here = owners.iter().filter(|o| *o == m).count();
+        let jobs = (here as f64 * n as f64 / shards as f64).max(1.0);
+        total += calls;
+        println!(
+            "node {m}: {here} shard(s) (~{jobs:.0} jobs): {calls} commands, {:.1} per job; {usec} us of commands, {:.1} us per job; node cpu {:.2} s, {:.1} us per job",
+            calls as f64 / jobs,
+            usec as f64 / jobs,
+            cpu - cpu0,
+            (cpu - cpu0) * 1e6 / jobs
+        );
+    }
+    println!(
+        "all nodes: {total} commands, {:.1} per job",
+        total as f64 / n as f64
+    );
+    let stats = text(masters[0], &["INFO", "commandstats"]);
+    let mut by_calls: Vec<(u64, &str)> = stats
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((calls, name))
+        })
+        .collect();
+    by_calls.sort_unstable_by(|a, b| b.cmp(a));
+    println!("node {} commands: {by_calls:?}", masters[0]);
+}
