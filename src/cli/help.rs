@@ -46,6 +46,14 @@ Redis settings that lose jobs without an error (a maxmemory-policy other than \
 noeviction, no persistence, memory near maxmemory, evicted keys) are named by ping, \
 stats and check, and logged by dispatch and work at start and when they change.
 
+Shards: shards = N in [redbike] (N > 1, the prefix needs a hash tag such as {app}) \
+splits the prefix into N prefixes {app/0} ... {app/N-1}, each in a hash slot of its \
+own, so a Redis Cluster spreads it over its nodes; a job lives in shard CRC16(JOBID) \
+mod N. Commands about one job go to its shard, listings read every shard and merge \
+(statuses and schedules print what an unsplit prefix would), dispatch and work run a \
+loop per shard (--shards for a subset). The prefix's key PREFIX-shards records N; a \
+command configured with another number exits 2. ping lists each shard's node.
+
 Examples:
 
 redbike set report:A 'FREQ=DAILY;BYHOUR=9'
@@ -199,7 +207,14 @@ is recovered once the key is fixed (see `redbike check`).
 One-off jobs (NOW, AT) run at least once: one whose run may not have completed \
 (its worker died, was stopped by a second signal, cut it short while stopping, or \
 fenced it) is queued again, unless set to STOP meanwhile. One that ran out of its own timeout is \
-done (status TMO), as one that failed (DIE).";
+done (status TMO), as one that failed (DIE).
+
+With shards = N (a prefix split into shards), a worker runs one loop per shard, each \
+with its own connection and an even share of -j (at least one job each, so up to one \
+job per shard at once even with a smaller -j); --shards 0,3 serves only those shards. \
+Each loop claims and records at most its share at a time: give a worker the shards it \
+can keep busy. It checks at start that the prefix records the same number of shards \
+(exit 2 if not).";
 
 /// What `schedules` prints, for backups.
 pub const BACKUP: &str = "\
@@ -244,7 +259,12 @@ within a second; a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
 with capped backoff, one log line when a failure begins, changes or ends, and a \
 reminder every minute. An error that retrying cannot fix (see exit status 78) before \
-the first pass worked ends the dispatcher with status 78; later it is retried.";
+the first pass worked ends the dispatcher with status 78; later it is retried.
+
+With shards = N (a prefix split into shards), a dispatcher runs one loop per shard, \
+each with its own connection and its own timefile (TIMEFILE.K for shard K); \
+--shards 0,3 serves only those shards. It checks at start that the prefix records the \
+same number of shards (exit 2 if not, 69 if Redis cannot be reached).";
 
 /// What `check` reports and how `--repair` fixes it.
 pub const CHECK: &str = "\

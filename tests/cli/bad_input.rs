@@ -696,6 +696,31 @@ fn cases() -> Vec<Case> {
             "has no hash tag; on a Redis Cluster",
         ),
         config(
+            "shards 0",
+            "[redbike]\nshards = 0\n",
+            "redbike.shards: must be in 1..=1024, got 0",
+        ),
+        config(
+            "shards too many",
+            "[redbike]\nshards = 1025\n",
+            "redbike.shards: must be in 1..=1024, got 1025",
+        ),
+        config(
+            "shards without hash tag",
+            "[redbike]\nprefix = \"app\"\nshards = 2\n",
+            "redbike.shards: prefix \"app\" has no hash tag",
+        ),
+        case(
+            "work --shards out of range",
+            &["work", "A", "--shards", "0,1", "--", "true"],
+            "--shards: \"1\" is not a shard; give shard numbers 0..=0",
+        ),
+        case(
+            "dispatch --shards not a number",
+            &["dispatch", "--shards", "x"],
+            "--shards: \"x\" is not a shard",
+        ),
+        config(
             "cluster with db",
             "[redbike]\nprefix = \"{app}\"\n[redbike-redis]\ncluster-nodes = [\"h:7000\"]\ndb = 3\n",
             "a Redis Cluster has only database 0",
