@@ -772,6 +772,16 @@ fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
         assert!(held, "{id} not in shard {k}");
     }
     assert_eq!(used.len(), 4, "the jobs use every shard");
+    // ping names every shard; top shows one unsplit prefix and says how to look at one.
+    let out = rb(&four).args(["ping"]).ok();
+    for k in 0..4 {
+        assert!(
+            out.contains(&format!("shard {k}: prefix {{four/{k}}} server ")),
+            "{out}"
+        );
+    }
+    let err = refused(rb(&four).args(["top", "--once"]).run(), 2);
+    assert!(err.contains("--prefix"), "{err}");
 
     // Another number of shards is refused, nothing written; so is the unsplit view.
     let dbsize = server.dbsize();
