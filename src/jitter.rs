@@ -17,8 +17,8 @@ use crate::{
     schedule::{Placement, RuleError, Schedule},
 };
 
-/// FNV-1a 64 of `bytes`.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// FNV-1a 64 of `bytes` (also the start of a job's shard, see [`crate::shard`]).
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -5,7 +5,7 @@
 //! the whole layout of [`crate::redis::keys`] under the prefix made by putting `/K`
 //! at the end of the prefix's hash tag (`{app}` → `{app/0}`, `{app}-jobs` →
 //! `{app/0}-jobs`), so each shard has a slot of its own, and job `ID` lives in shard
-//! `CRC16(ID) mod N` (the CRC16 of Redis Cluster's key slots, over the whole id). A
+//! [`of_job`] (a 64-bit hash of the id mod N). A
 //! shard is served by the code of an unsplit prefix, given the shard's [`Config`]:
 //! dispatchers and workers run one loop per shard, operator commands about one job
 //! go to its shard, and listings read every shard and merge. `shards = 1` (the
@@ -20,6 +20,7 @@ use std::{ffi::OsString, path::PathBuf, thread};
 use crate::{
     config::Config,
     error::{Error, Result},
+    jitter::fnv1a,
     redis::{
         shards::{record, Recorded},
         store::with_store,
@@ -28,25 +29,18 @@ use crate::{
     shutdown::Shutdown,
 };
 
-/// CRC16/XMODEM, the checksum Redis Cluster hashes keys with.
-fn crc16(bytes: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in bytes {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
+/// SplitMix64's finalizer: every bit of the result depends on every bit of `z`, so the
+/// shard of a job is independent of its jitter offset (FNV-1a mod the spread).
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
-/// The shard of job `id` among `shards`.
+/// The shard of job `id` among `shards`: the 64-bit FNV-1a of the id, mixed by
+/// SplitMix64's finalizer, mod `shards`.
 pub fn of_job(id: &str, shards: u32) -> u32 {
-    u32::from(crc16(id.as_bytes())) % shards.max(1)
+    (mix(fnv1a(id.as_bytes())) % u64::from(shards.max(1))) as u32
 }
 
 /// The prefix of shard `k` of `prefix` split into `shards`; the prefix itself when it
@@ -177,14 +171,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn crc16_is_redis_clusters() {
-        // CLUSTER KEYSLOT "123456789" is 12739 (the CRC16/XMODEM check value 0x31C3).
-        assert_eq!(crc16(b"123456789"), 0x31c3);
-        assert_eq!(crc16(b"foo") % 16384, 12182);
-        assert_eq!(crc16(b""), 0);
-    }
-
-    #[test]
     fn shard_prefixes_put_the_number_in_the_tag() {
         assert_eq!(prefix_of("{app}", 3, 8), "{app/3}");
         assert_eq!(prefix_of("{app}-jobs", 0, 2), "{app/0}-jobs");
@@ -196,11 +182,14 @@ mod tests {
     #[test]
     fn jobs_spread_over_shards_stably() {
         assert_eq!(of_job("anything", 1), 0);
-        assert_eq!(of_job("123456789", 16384), 12739);
+        // Fixed for ever: changing them moves jobs between shards.
+        assert_eq!(mix(fnv1a(b"")), 0xf52a_15e9_a9b5_e89b);
+        assert_eq!(of_job("job1:A", 4), 3);
+        assert_eq!(of_job("a", 7), 3);
         let mut counts = [0u32; 4];
         for i in 0..4000 {
             counts[of_job(&format!("job{i}:A"), 4) as usize] += 1;
         }
-        assert!(counts.iter().all(|c| (900..1100).contains(c)), "{counts:?}");
+        assert!(counts.iter().all(|c| (930..1070).contains(c)), "{counts:?}");
     }
 }

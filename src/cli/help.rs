@@ -48,8 +48,8 @@ stats and check, and logged by dispatch and work at start and when they change.
 
 Shards: shards = N in [redbike] (N > 1, the prefix needs a hash tag such as {app}) \
 splits the prefix into N prefixes {app/0} ... {app/N-1}, each in a hash slot of its \
-own, so a Redis Cluster spreads it over its nodes; a job lives in shard CRC16(JOBID) \
-mod N. Commands about one job go to its shard, listings read every shard and merge \
+own, so a Redis Cluster spreads it over its nodes; a job lives in shard H mod N, H \
+the 64-bit FNV-1a hash of JOBID through SplitMix64's finalizer. Commands about one job go to its shard, listings read every shard and merge \
 (statuses and schedules print what an unsplit prefix would), dispatch and work run a \
 loop per shard (--shards for a subset). The prefix's key PREFIX-shards records N; a \
 command configured with another number exits 2. ping lists each shard's node.
