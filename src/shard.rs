@@ -76,6 +76,20 @@ pub fn for_job(config: &Config, id: &str) -> Result<Config> {
     config_of(config, of_job(id, config.shards))
 }
 
+/// [`for_job`], once [`check_recorded`] passed: for commands that read or write jobs,
+/// after their input is checked.
+pub fn checked_for_job(config: &Config, id: &str) -> Result<Config> {
+    check_recorded(config)?;
+    for_job(config, id)
+}
+
+/// [`all`], once [`check_recorded`] passed: for commands that read or write jobs,
+/// after their input is checked.
+pub fn checked_all(config: &Config) -> Result<Vec<Config>> {
+    check_recorded(config)?;
+    all(config)
+}
+
 /// The configurations of every shard, in order (one when the prefix is not split).
 pub fn all(config: &Config) -> Result<Vec<Config>> {
     (0..config.shards.max(1))

@@ -421,20 +421,6 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         prefix: cli.prefix,
     };
     let config = Config::load(&overrides)?;
-    // Commands that read or write jobs refuse a prefix split into another number of
-    // shards; `next` and `ping` touch no job, `holds-lease` runs inside a job (cheap),
-    // and dispatchers and workers check as they start.
-    let touches_jobs = !matches!(
-        cli.command,
-        Command::Next { .. }
-            | Command::Ping
-            | Command::HoldsLease { .. }
-            | Command::Dispatch { .. }
-            | Command::Work(_)
-    );
-    if touches_jobs {
-        shard::check_recorded(&config)?;
-    }
     match cli.command {
         Command::Set {
             jobid,
@@ -534,9 +520,9 @@ fn print_line(line: &str) -> Result<()> {
 
 fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let config = &shard::for_job(config, id)?;
     let schedule = Schedule::parse(text)?;
     let after = parse_ts("--after", after, config)?;
+    let config = &shard::checked_for_job(config, id)?;
     let reference = timefile::reference_for_set(after, &config.timefile)?;
     let offset = jitter::offset_in(&config.jitter, id);
     let placement = jitter::placement(&schedule, reference, config.timezone, offset)
@@ -573,7 +559,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 
 fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let config = &shard::for_job(config, id)?;
+    let config = &shard::checked_for_job(config, id)?;
     let report = with_store(&config.redis, |store| {
         control::run_job(store, id, timestamp::now())
     })?;
@@ -617,7 +603,7 @@ fn cmd_pause(
     if let Some(q) = queue {
         control::validate_queue(q)?;
         let mut added = false;
-        for config in shard::all(config)? {
+        for config in shard::checked_all(config)? {
             added |= with_store(&config.redis, |store| {
                 control::pause_queue(store, q, note, now)
             })?;
@@ -632,7 +618,7 @@ fn cmd_pause(
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
     jobid::validate(id)?;
-    let config = &shard::for_job(config, id)?;
+    let config = &shard::checked_for_job(config, id)?;
     let paused = with_store(&config.redis, |store| {
         control::pause_job(store, id, note, now)
     })?;
@@ -652,7 +638,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
     if let Some(q) = queue {
         control::validate_queue(q)?;
         let mut removed = false;
-        for config in shard::all(config)? {
+        for config in shard::checked_all(config)? {
             removed |= with_store(&config.redis, |store| control::resume_queue(store, q))?;
         }
         print_line(&if removed {
@@ -665,7 +651,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
     jobid::validate(id)?;
-    let config = &shard::for_job(config, id)?;
+    let config = &shard::checked_for_job(config, id)?;
     let resumed = with_store(&config.redis, |store| {
         control::resume_job(store, config, id, timestamp::now())
     })?;
@@ -680,7 +666,7 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let config = &shard::for_job(config, id)?;
+    let config = &shard::checked_for_job(config, id)?;
     if with_store(&config.redis, |store| store.unset(id))? {
         print_line(&format!("{id}: unset"))?;
     } else {
@@ -693,7 +679,7 @@ fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
 
 fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let config = &shard::for_job(config, id)?;
+    let config = &shard::checked_for_job(config, id)?;
     let info = with_store(&config.redis, |store| store.tell(id))?;
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
@@ -709,9 +695,9 @@ fn cmd_history(
     let shards = match &query.job {
         Some(id) => {
             jobid::validate(id)?;
-            vec![shard::for_job(config, id)?]
+            vec![shard::checked_for_job(config, id)?]
         }
-        None => shard::all(config)?,
+        None => shard::checked_all(config)?,
     };
     let mut entries = Vec::new();
     for config in &shards {
@@ -750,7 +736,7 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
     // Every shard's rows go into one sort: the order is that of an unsplit prefix.
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    for config in shard::all(config)? {
+    for config in shard::checked_all(config)? {
         with_store(&config.redis, |store| {
             let key = store.keys.statuses.clone();
             store.scan_hash(&key, |id, raw| {
@@ -777,7 +763,7 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
 
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
     let mut sorted = SortedCsv::new(SPILL_ROWS);
-    for config in shard::all(config)? {
+    for config in shard::checked_all(config)? {
         with_store(&config.redis, |store| {
             crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
         })?;
@@ -793,7 +779,7 @@ fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
             "unknown control signal {signal:?}; use HALT or RESUME"
         )));
     }
-    for config in shard::all(config)? {
+    for config in shard::checked_all(config)? {
         with_store(&config.redis, |store| {
             if signal == "HALT" {
                 store.control("HALT")
@@ -902,7 +888,7 @@ fn cmd_load(config: &Config, file: &std::path::Path, after: Option<&str>) -> Res
     // Every row is checked before anything is written; a split prefix then checks and
     // writes one shard's rows at a time (two more readings a shard).
     let mut checked = loader::check(&mut source, planner(config, after)?)?;
-    let shards = shard::all(config)?;
+    let shards = shard::checked_all(config)?;
     let mut n = 0;
     if shards.len() == 1 {
         let probe = Probe::of(&config.redis);
@@ -1079,7 +1065,7 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     // The Redis settings of each shard's node; a hazard of several is said once.
     let mut hazards: Vec<String> = Vec::new();
     let mut unread = None;
-    for config in shard::all(config)? {
+    for config in shard::checked_all(config)? {
         let probe = Probe::of(&config.redis);
         let mut health = Err(String::new());
         let part = with_store(&config.redis, |store| {
@@ -1169,7 +1155,7 @@ fn cmd_stats(
         overdue_after: config.overdue_after,
     };
     let mut parts = Vec::new();
-    for config in shard::all(config)? {
+    for config in shard::checked_all(config)? {
         let probe = Probe::of(&config.redis);
         parts.push(with_store(&config.redis, |store| {
             stats::collect(store, &opts, &probe, timestamp::now())
@@ -1186,7 +1172,7 @@ fn cmd_stats(
 fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
     let mut listed: Vec<registry::Listed> = Vec::new();
     let mut first = true;
-    for config in shard::all(config)? {
+    for config in shard::checked_all(config)? {
         let part = with_store(&config.redis, |store| Ok(registry::list(store)?))?;
         if first {
             listed = part;
@@ -1234,6 +1220,7 @@ fn cmd_top(config: &Config, once: bool, queues: Option<&str>) -> Result<ExitCode
             config.prefix, config.shards
         )));
     }
+    shard::check_recorded(config)?;
     let queues = match queues {
         Some(text) => stats::parse_queue_names(text)?,
         None => Vec::new(),

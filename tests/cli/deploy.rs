@@ -809,6 +809,13 @@ fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
     let err = refused(rb(&one).args(["statuses"]).run(), 2);
     assert!(err.contains("no hash tag"), "{err}");
     assert_eq!(server.dbsize(), dbsize);
+    // Bad input is found before the recorded number is asked: exit 2 without Redis.
+    let dead = format!("url = \"redis://127.0.0.1:{}/0\"", dead_port());
+    sharded_config(&one, "{one}", 2, &dead);
+    for args in [&["set", "bad:", "NOW"][..], &["set", "j:A", "FREQ=NEVER"]] {
+        refused(rb(&one).args(args).run(), 2);
+    }
+    refused(rb(&one).args(["set", "j:A", "NOW"]).run(), 69);
 }
 
 /// Commands and their Redis CPU (microseconds) on the node at `port` since its last
