@@ -70,7 +70,7 @@
 //! 1. `cli` uses everything.
 //! 2. `operator`, `top`, `dispatch` and `work`, never each other (`operator` and `top`
 //!    read the worker's queue syntax from `work`).
-//! 3. `shard` (uses `config`, `redis`, `shutdown`), and `config`: the file, the flags
+//! 3. `shard` (uses `config`, `redis`, `jitter`, `shutdown`), and `config`: the file, the flags
 //!    and the environment, merged; it checks the Redis settings and derives the
 //!    topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
