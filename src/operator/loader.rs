@@ -48,8 +48,11 @@ pub struct Source {
     stamp: Option<(u64, Option<SystemTime>)>,
     /// Which job ids' rows the readings give (all when `None`): a prefix split into
     /// shards reads one shard's rows at a time.
-    keep: Option<Box<dyn Fn(&str) -> bool>>,
+    keep: Option<Keep>,
 }
+
+/// Whether a job id's row is read (see [`Source::only`]).
+type Keep = Box<dyn Fn(&str) -> bool>;
 
 impl Source {
     /// Opens `path` (`-`: standard input). A file that cannot be read is bad input.
