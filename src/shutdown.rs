@@ -2,9 +2,12 @@
 //! (SIGTERM, SIGINT, SIGHUP, SIGQUIT, or a programmatic [`Shutdown::request`]) and tells
 //! registered listeners at once, so loops that wait on a channel wake immediately.
 
-use std::sync::{
-    atomic::{AtomicBool, AtomicUsize, Ordering},
-    Arc, Mutex,
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
 };
 
 /// Set once a thread of [`Shutdown::install_signals`] takes the stop signals.
@@ -35,6 +38,9 @@ pub const STOP_SIGNALS: [i32; 4] = [
     signal_hook::consts::SIGHUP,
     signal_hook::consts::SIGQUIT,
 ];
+
+/// A stop signal repeated within this long after the same one counts once.
+const REPEAT_WITHIN: Duration = Duration::from_millis(100);
 
 /// Blocks `signals` in the calling thread (and the threads it starts from now on).
 pub(crate) fn block_in_this_thread(signals: &[i32]) {
@@ -70,7 +76,16 @@ impl Shutdown {
                 // for nothing. Blocked everywhere, it merely stays pending: jobs are
                 // reaped by pid.
                 block_in_this_thread(&[libc::SIGCHLD]);
+                let mut last: Option<(i32, Instant)> = None;
                 for sig in signals.forever() {
+                    // One stop, delivered twice: `timeout` and some supervisors signal the
+                    // process and then its process group. A person's second Ctrl-C comes
+                    // later than this.
+                    if last.is_some_and(|(s, at)| s == sig && at.elapsed() < REPEAT_WITHIN) {
+                        crate::log_info!("received signal {sig} again at once: counted once");
+                        continue;
+                    }
+                    last = Some((sig, Instant::now()));
                     me.inner.last_signal.store(sig, Ordering::SeqCst);
                     let n = me.request();
                     crate::log_info!("received signal {sig} ({n} so far)");

@@ -408,6 +408,28 @@ fn second_signal_kills_jobs_and_exits_at_once() {
 }
 
 #[test]
+fn a_stop_signal_delivered_twice_at_once_stops_gracefully() {
+    // `timeout 60 redbike work ...` signals the worker and then its process group: one
+    // stop, not an impatient second one that would kill the jobs.
+    let t = Setup::new();
+    t.set("hang:A", "NOW");
+    let w = t.worker(&["A", "--grace", "1"]);
+    assert!(t.wait_runs(1));
+    // 30 ms apart: the first is taken before the second arrives (two at one instant are
+    // one pending signal to the kernel), yet within the 100 ms that count once.
+    signal(&w, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(30));
+    signal(&w, libc::SIGTERM);
+    let (code, err) = finish(w, 10.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        t.status("hang:A").starts_with("INT:"),
+        "{}",
+        t.status("hang:A")
+    );
+}
+
+#[test]
 fn a_killed_workers_jobs_die_with_their_process_groups() {
     let t = Setup::new();
     t.set("hang:A", "NOW");
