@@ -39,7 +39,8 @@
 //!   the round trips in flight and the outcomes still to write (`round_trip.rs`); the
 //!   claim logic, the queue cycle and claim sizing as pure functions (`claim.rs`, with
 //!   `claim.lua`); the slot threads (`slots.rs`) and the claimed jobs they share with the
-//!   loop (`pool.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
+//!   loop (`pool.rs`); the run permits that keep a worker of several shards within
+//!   `-j` (`permits.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
 //!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
 //! - `history.rs`: run history, what an entry is (`Entry`, `Outcome`), its bounds, and
 //!   the figures made from entries; the scripts write entries, `redis/history.rs` reads

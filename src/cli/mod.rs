@@ -84,7 +84,8 @@ pub struct Cli {
 pub struct WorkFlags {
     /// Queue weighting, e.g. A:A:B works A twice for each B [default: `queues` in the config]
     pub queues: Option<String>,
-    /// Jobs run at once, 1..=1024 [default: `concurrency` in the config, else 1]
+    /// Jobs run at once, 1..=1024, over every shard served [default: `concurrency` in
+    /// the config, else 1]
     #[arg(short = 'j', long, value_name = "N", value_parser = limits::arg::concurrency,
           allow_negative_numbers = true)]
     pub concurrency: Option<usize>,
@@ -126,7 +127,7 @@ pub struct WorkFlags {
           allow_negative_numbers = true)]
     pub history_limit: Option<u64>,
     /// Serve only these shards of a prefix split into shards, e.g. 0,3 [default: every
-    /// shard]; the concurrency is shared out among them, at least one job each
+    /// shard]; -j is shared out among them and bounds the jobs run at once over all
     #[arg(long, value_name = "LIST")]
     pub shards: Option<String>,
     /// The command to run per job (after `--`); the job id is appended
@@ -1024,14 +1025,17 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
     if config.shards > 1 {
         shard::check_recorded(config)?;
     }
-    // One loop per shard, each with its share of the concurrency (at least one job) and
-    // a runner of its own (a runner's state is per slot, and each loop has its slots).
+    // One loop per shard, each with its share of the concurrency and a runner of its
+    // own (a runner's state is per slot, and each loop has its slots). A loop needs a
+    // slot: with fewer jobs at once than shards, the slots share `-j` run permits.
     let total = settings.concurrency;
     let n = chosen.len();
+    let permits = (n > total).then(|| work::Permits::new(total));
     let mut loops: Vec<(Config, work::Settings, Arc<dyn work::JobRunner>)> = Vec::new();
     for (i, c) in chosen.into_iter().enumerate() {
         let settings = work::Settings {
             concurrency: (total / n + usize::from(i < total % n)).max(1),
+            permits: permits.clone(),
             ..settings.clone()
         };
         let runner = runner::CommandRunner::new(

@@ -152,8 +152,11 @@ pub fn parse_queues(text: &str) -> Result<Vec<String>> {
 /// How the loop runs jobs.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Jobs run at once.
+    /// Jobs run at once (the loop's slots).
     pub concurrency: usize,
+    /// Run permits shared with other loops of the process, when their slots add up to
+    /// more than the process may run at once: a slot starts a job only with one.
+    pub permits: Option<crate::work::Permits>,
     /// Timeout of queues the worker names none for.
     pub default_timeout: Duration,
     /// Time between asking a job to stop and killing it; also how long running jobs may
@@ -183,6 +186,7 @@ impl Settings {
         let w = &config.worker;
         Settings {
             concurrency: w.concurrency,
+            permits: None,
             default_timeout: Duration::from_secs(config.default_timeout),
             grace: Duration::from_secs(w.grace_period),
             fence_after: Duration::from_secs(w.fence_after),
@@ -213,6 +217,7 @@ mod tests {
     fn settings() -> Settings {
         Settings {
             concurrency: 1,
+            permits: None,
             default_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(5),
             fence_after: FENCE_AFTER,

@@ -99,7 +99,7 @@ pub fn run(
     shutdown.on_request(move |n| {
         let _ = signal_tx.send(Event::Signal(n));
     });
-    let pool = Arc::new(Pool::new(settings.concurrency));
+    let pool = Arc::new(Pool::new(settings.concurrency, settings.permits.clone()));
     let slots = spawn_slots(&runner, settings.concurrency, &pool, &tx)?;
     let registration = Registration::new(
         &config.redis,

@@ -10,6 +10,8 @@
 //! enforces timeouts. While jobs are short it claims a few ahead of its free slots
 //! (`claim`), so a slot starts its next job without waiting for Redis. Outcomes that
 //! cannot be written during a Redis outage are kept and written when Redis is back.
+//! A worker serving several shards runs a loop per shard; run permits shared among
+//! them (`permits`) keep its jobs running at once within `-j`.
 //! What becomes of a job after its run is `policy.rs`'s to decide.
 
 mod api;
@@ -17,6 +19,7 @@ mod claim;
 mod event_loop;
 mod guard;
 pub mod output;
+mod permits;
 mod pool;
 mod round_trip;
 pub mod runner;
@@ -31,3 +34,4 @@ pub use api::{
 #[cfg(test)]
 pub(crate) use claim::AHEAD_AT_MOST;
 pub use event_loop::run;
+pub use permits::Permits;

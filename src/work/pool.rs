@@ -4,6 +4,8 @@
 //! round trip through the loop, and leaves how its job ended for the loop to record.
 //! The loop may claim a few jobs ahead of its free slots (see `claim::wanted`),
 //! so a slot that finishes a short job starts the next while the loop talks to Redis.
+//! Under run permits (a worker with more slots than `-j`, see `permits`) a slot takes a
+//! permit before it takes a job; the job waits in `ready` meanwhile.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -15,6 +17,7 @@ use crate::{
     history::RunDetails,
     policy::{End, Outcome},
     work::api::{Job, HOLD_AT_MOST},
+    work::permits::{Permit, Permits},
 };
 
 /// A claimed job waiting for a slot.
@@ -94,17 +97,21 @@ pub(crate) struct Pool {
     state: Mutex<State>,
     /// Signalled when a job is ready or the pool closes.
     wake: Condvar,
+    /// The worker's run permits, when it has more slots than it may run jobs at once.
+    permits: Option<Permits>,
 }
 
 impl Pool {
-    /// An empty pool whose loop wants to hear when fewer than `low` jobs are ready.
-    pub fn new(low: usize) -> Pool {
+    /// An empty pool whose loop wants to hear when fewer than `low` jobs are ready,
+    /// whose slots take `permits` (if any) to start a job.
+    pub fn new(low: usize, permits: Option<Permits>) -> Pool {
         Pool {
             state: Mutex::new(State {
                 low,
                 ..State::default()
             }),
             wake: Condvar::new(),
+            permits,
         }
     }
 
@@ -124,21 +131,37 @@ impl Pool {
         }
     }
 
-    /// Takes the oldest ready job into `slot`, waiting for one; `None` once closed.
-    /// The flag says that this take left fewer than `low` jobs ready: the loop, which
-    /// may be letting outcomes gather, should be told to claim more.
-    pub fn take(&self, slot: usize) -> Option<(Job, bool)> {
+    /// Whether a slot has a job to start: the pool is open and its oldest ready job
+    /// fresh. A job held too long is left for the loop to hand back: its lease, set at
+    /// the claim, may no longer cover a full run.
+    fn startable(state: &State) -> bool {
+        !state.closed
+            && state
+                .ready
+                .front()
+                .is_some_and(|r| r.claimed.elapsed() < HOLD_AT_MOST)
+    }
+
+    /// Takes the oldest ready job into `slot`, waiting for one (and for a run permit,
+    /// under permits; the job's permit is returned with it); `None` once closed. The
+    /// flag says that this take left fewer than `low` jobs ready: the loop, which may
+    /// be letting outcomes gather, should be told to claim more.
+    pub fn take(&self, slot: usize) -> Option<(Job, bool, Option<Permit>)> {
+        let mut permit = None;
         let mut state = self.lock();
         loop {
             if state.closed {
                 return None;
             }
-            // A job held too long is left for the loop to hand back: its lease, set at
-            // the claim, may no longer cover a full run.
-            let fresh = state
-                .ready
-                .front()
-                .is_some_and(|r| r.claimed.elapsed() < HOLD_AT_MOST);
+            let fresh = Self::startable(&state);
+            if let (true, Some(permits), None) = (fresh, &self.permits, &permit) {
+                // Waits without the pool's lock: the loop adds and hands back jobs
+                // meanwhile, and telling the permits so wakes this slot to look again.
+                drop(state);
+                permit = permits.take(|| Self::startable(&self.lock()));
+                state = self.lock();
+                continue;
+            }
             if let Some(r) = fresh.then(|| state.ready.pop_front()).flatten() {
                 let now = Instant::now();
                 let job = Job { slot, ..r.job };
@@ -159,8 +182,10 @@ impl Pool {
                     started_at: crate::schedule::timestamp::now_precise(),
                 };
                 state.running.insert(slot, running);
-                return Some((job, state.ready.len() + 1 == state.low));
+                return Some((job, state.ready.len() + 1 == state.low, permit));
             }
+            // The job went (handed back, or taken by another slot): so does its permit.
+            permit = None;
             state.idle += 1;
             state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
             state.idle -= 1;
@@ -198,16 +223,25 @@ impl Pool {
     /// `Some(t)`, only if the oldest was claimed before `t`. All at once, so that they
     /// go back in the order they were queued in.
     pub fn withdraw(&self, before: Option<Instant>) -> Vec<Ready> {
-        let mut state = self.lock();
-        match (before, state.ready.front()) {
-            (Some(t), Some(r)) if r.claimed >= t => Vec::new(),
-            _ => state.ready.drain(..).collect(),
+        let held: Vec<Ready> = {
+            let mut state = self.lock();
+            match (before, state.ready.front()) {
+                (Some(t), Some(r)) if r.claimed >= t => Vec::new(),
+                _ => state.ready.drain(..).collect(),
+            }
+        };
+        if let Some(permits) = self.permits.as_ref().filter(|_| !held.is_empty()) {
+            permits.changed();
         }
+        held
     }
 
     /// Lets the slot threads exit.
     pub fn close(&self) {
         self.lock().closed = true;
         self.wake.notify_all();
+        if let Some(permits) = &self.permits {
+            permits.changed();
+        }
     }
 }

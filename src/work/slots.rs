@@ -27,7 +27,7 @@ pub(super) fn spawn_slots(
         let handle = std::thread::Builder::new()
             .name(format!("slot-{slot}"))
             .spawn(move || {
-                while let Some((job, low)) = pool.take(slot) {
+                while let Some((job, low, permit)) = pool.take(slot) {
                     if low && events.send(Event::Low).is_err() {
                         return;
                     }
@@ -36,7 +36,10 @@ pub(super) fn spawn_slots(
                             let failed = Outcome::Failed("the job panicked".into());
                             (failed, Default::default())
                         });
-                    if pool.end(slot, outcome, details) && events.send(Event::Ended).is_err() {
+                    let first = pool.end(slot, outcome, details);
+                    // The job is over however it ended: another slot may start one.
+                    drop(permit);
+                    if first && events.send(Event::Ended).is_err() {
                         return;
                     }
                 }

@@ -822,6 +822,57 @@ fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
     refused(rb(&one).args(["set", "j:A", "NOW"]).run(), 69);
 }
 
+/// A job that appends `+` to the file named by its first argument as it starts and `-`
+/// as it ends, 0.2 s apart, then its id (appended to the command) to the second: the
+/// marks' order is that of the starts and ends, so their running sum is the jobs
+/// running at once.
+const COUNTED: &str =
+    "#!/bin/sh\necho + >> \"$1\"\nsleep 0.2\necho - >> \"$1\"\necho \"$3\" >> \"$2\"\n";
+
+#[test]
+fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
+    let server = RedisServer::start();
+    let d = workdir();
+    sharded_config(&d, "{j}", 4, &format!("url = {}", q(server.url())));
+    std::fs::write(path(&d, "counted.sh"), COUNTED).unwrap();
+    // Four shards, one slot each, and fewer permits: `-j` still bounds the jobs run at
+    // once (without permits, up to four ran), and every job runs.
+    for j in [2, 1] {
+        let (marks, ids) = (format!("marks{j}"), format!("ids{j}"));
+        let rows: Vec<(String, String)> = (0..16)
+            .map(|i| (format!("j{j}n{i}:A"), "NOW".to_string()))
+            .collect();
+        let spread: BTreeSet<u64> = rows.iter().map(|(id, _)| shard_of(id, 4)).collect();
+        assert_eq!(spread.len(), 4, "the jobs use every shard");
+        load(&d, &format!("jobs{j}.csv"), &rows);
+        let worker = Bg(Some(
+            rb(&d)
+                .args(["work", "A", "-j", &j.to_string(), "--", "sh", "counted.sh"])
+                .args([&marks, &ids])
+                .spawn(),
+        ));
+        let ran = || runs(&path(&d, &ids));
+        let all = wait_until(30.0, || ran().len() >= rows.len());
+        rb(&d).args(["control", "HALT"]).ok();
+        let (code, err) = worker.finish(20.0);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(all, "-j {j}: {} of {} ran\n{err}", ran().len(), rows.len());
+        let mut ran = ran();
+        ran.sort();
+        let mut expected: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
+        expected.sort();
+        assert_eq!(ran, expected, "-j {j}: each job runs once");
+        let (mut now, mut most) = (0, 0);
+        for mark in runs(&path(&d, &marks)) {
+            now += if mark == "+" { 1 } else { -1 };
+            most = most.max(now);
+        }
+        assert_eq!(now, 0, "-j {j}: every job ended");
+        // Up to the bound and no more: -j 2 does run two at once.
+        assert_eq!(most, j, "-j {j}: {most} jobs ran at once\n{err}");
+    }
+}
+
 /// Commands and their Redis CPU (microseconds) on the node at `port` since its last
 /// CONFIG RESETSTAT, from INFO commandstats; and the node's own CPU seconds (INFO cpu).
 fn node_load(port: u16) -> (u64, u64, f64) {
