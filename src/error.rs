@@ -193,6 +193,12 @@ impl Error {
         }
     }
 
+    /// Whether this is a write to a closed pipe (`redbike statuses | head -1`), which
+    /// ends a command quietly. The csv crate wraps the pipe's error in one of its own.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if is_broken_pipe(source))
+    }
+
     /// An [`Error::Io`] with a context line.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
@@ -200,6 +206,21 @@ impl Error {
             source,
         }
     }
+}
+
+/// Whether `e` is, or wraps (as `csv::Error` into `io::Error` does), a broken pipe.
+fn is_broken_pipe(e: &std::io::Error) -> bool {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return true;
+    }
+    let Some(inner) = e.get_ref() else {
+        return false;
+    };
+    if let Some(e) = inner.downcast_ref::<std::io::Error>() {
+        return is_broken_pipe(e);
+    }
+    matches!(inner.downcast_ref::<csv::Error>().map(csv::Error::kind),
+             Some(csv::ErrorKind::Io(e)) if is_broken_pipe(e))
 }
 
 /// Whether a Redis error means the server is gone (as opposed to it refusing a command).

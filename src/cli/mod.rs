@@ -386,7 +386,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
     }
     match execute(cli) {
         Ok(code) => code as i32,
-        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => 0,
+        Err(e) if e.is_broken_pipe() => 0,
         Err(e) => {
             say!("{}", crate::log::error_line(&e.to_string()));
             e.exit_code() as i32

@@ -547,3 +547,38 @@ fn a_stale_timefile_makes_set_and_load_warn() {
         .success();
     assert_eq!(o.stderr, "");
 }
+
+#[test]
+fn output_to_a_closed_pipe_ends_quietly() {
+    let s = RedisServer::start();
+    let d = workdir();
+    // More rows than a pipe holds, CSV through the csv crate, JSON, text and help.
+    let rows: String = (0..3000).map(|i| format!("p{i}:A,FREQ=DAILY\n")).collect();
+    std::fs::write(d.path().join("f.csv"), rows).unwrap();
+    bike(&s, d.path()).args(["load", "f.csv"]).ok();
+    let commands: &[&[&str]] = &[
+        &["statuses"],
+        &["schedules"],
+        &["history"],
+        &["history", "--format", "json"],
+        &["stats"],
+        &["stats", "--format", "json"],
+        &["stats", "--format", "prometheus"],
+        &["ps", "--format", "csv"],
+        &["ps", "--format", "json"],
+        &["top", "--once"],
+        &["tell", "p1:A"],
+        &["set", "p1:A", "FREQ=DAILY"],
+        &["next", "FREQ=MINUTELY", "-n", "10000"],
+        &["completions", "bash"],
+        &["ping"],
+        &["set", "--help"],
+    ];
+    for args in commands {
+        let o = bike(&s, d.path()).args(*args).run_into_closed_pipe();
+        assert_eq!(o.code, 0, "{args:?}: {o:?}");
+        for bad in ["pipe", "panicked", "cannot write"] {
+            assert!(!o.stderr.contains(bad), "{args:?}: {o:?}");
+        }
+    }
+}

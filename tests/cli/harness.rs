@@ -275,8 +275,13 @@ impl Bike {
     }
 
     /// Runs to completion (at most 60 s) and returns the outcome.
-    pub fn run(mut self) -> Outcome {
-        self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    pub fn run(self) -> Outcome {
+        self.run_with(Stdio::piped())
+    }
+
+    /// [`Bike::run`] with standard output going to `stdout`.
+    fn run_with(mut self, stdout: Stdio) -> Outcome {
+        self.cmd.stdout(stdout).stderr(Stdio::piped());
         if self.stdin.is_some() {
             self.cmd.stdin(Stdio::piped());
         }
@@ -301,6 +306,14 @@ impl Bike {
         let output = child.wait_with_output().expect("wait for redbike");
         drop(watchdog);
         Outcome::from(output)
+    }
+
+    /// Runs to completion with its standard output a pipe whose reading end is
+    /// already closed (`redbike statuses | head -0`): every write to it fails.
+    pub fn run_into_closed_pipe(self) -> Outcome {
+        let (reader, writer) = std::io::pipe().expect("create a pipe");
+        drop(reader);
+        self.run_with(writer.into())
     }
 
     /// Starts it in the background. Its stderr is drained by a thread (a busy worker
