@@ -400,15 +400,43 @@ fn usage_error(e: clap::Error) -> i32 {
         let _ = e.print();
         return 0;
     }
-    let rendered = e.render().to_string();
-    let first = rendered
-        .lines()
-        .next()
-        .unwrap_or("invalid usage")
-        .trim_start_matches("error: ");
-    let message = format!("{first}; try 'redbike --help'");
-    say!("{}", crate::log::error_line(&message));
+    say!(
+        "{}",
+        crate::log::error_line(&usage_line(&e.render().to_string()))
+    );
     ExitCode::Usage as i32
+}
+
+/// Folds clap's rendering of a usage error into one line, keeping what names the
+/// problem (the missing arguments, the possible values, a tip) and pointing at the
+/// subcommand's help when the usage names it.
+fn usage_line(rendered: &str) -> String {
+    let mut line = String::new();
+    let mut help = "redbike --help".to_string();
+    for text in rendered.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(usage) = text.strip_prefix("Usage: ") {
+            // `redbike set [OPTIONS] <JOBID>`: the words before the first option or value.
+            let words: Vec<&str> = usage
+                .split_whitespace()
+                .take_while(|w| {
+                    !w.starts_with('-') && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+                })
+                .collect();
+            help = format!("{} --help", words.join(" "));
+        } else if text.starts_with("For more information") {
+        } else if let Some(tip) = text.strip_prefix("tip: ") {
+            line.push_str(&format!(" ({tip})"));
+        } else if line.is_empty() {
+            line.push_str(text.trim_start_matches("error: "));
+        } else {
+            line.push(' ');
+            line.push_str(text);
+        }
+    }
+    if line.is_empty() {
+        line.push_str("invalid usage");
+    }
+    format!("{line}; try '{help}'")
 }
 
 fn execute(cli: Cli) -> Result<ExitCode> {

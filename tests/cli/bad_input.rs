@@ -1068,10 +1068,41 @@ fn cases() -> Vec<Case> {
             &["frobnicate"],
             "unrecognized subcommand 'frobnicate'",
         ),
+        // A usage error names what is missing or allowed, in its one line.
         case(
             "missing schedule",
             &["set", "j:A"],
-            "the following required arguments were not provided",
+            "the following required arguments were not provided: <SCHEDULE>; try 'redbike set --help'",
+        ),
+        case(
+            "pause: neither job nor --queue",
+            &["pause", "--note", "x"],
+            "not provided: <JOBID>",
+        ),
+        case(
+            "holds-lease: outside a job",
+            &["holds-lease"],
+            "not provided: <JOBID> <TOKEN>",
+        ),
+        case(
+            "history: unknown format",
+            &["history", "--format", "xml"],
+            "[possible values: csv, json]",
+        ),
+        case(
+            "ps: unknown format",
+            &["ps", "--format", "xml"],
+            "[possible values: table, csv, json]",
+        ),
+        case(
+            "stats: unknown format",
+            &["stats", "--format", "xml"],
+            "[possible values: text, json, prometheus]",
+        ),
+        case(
+            "stats: misspelt flag",
+            &["stats", "--formt", "json"],
+            "'--formt' found (a similar argument exists: '--format'); try 'redbike stats --help'",
         ),
     ]
 }
