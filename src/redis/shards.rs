@@ -2,7 +2,8 @@
 //! key `P-shards` records it (see [`crate::shard`]).
 
 use crate::{
-    error::Result,
+    error::{Error, Result},
+    limits,
     redis::{scripts, store::Store},
 };
 
@@ -27,6 +28,18 @@ pub(crate) fn record(store: &mut Store<'_>, shards: u32) -> Result<Recorded> {
     if let Some(held) = reply.strip_prefix("unsplit:") {
         return Ok(Recorded::Unsplit(held.parse().unwrap_or(0)));
     }
-    // Anything else than a number is another program's value: treat it as a mismatch.
-    Ok(Recorded::Shards(reply.trim().parse().unwrap_or(0)))
+    // Anything else is another program's value: no number of shards to advise.
+    let range = limits::SHARDS;
+    match reply.trim().parse::<u32>() {
+        Ok(n) if (range.lo..=range.hi).contains(&u64::from(n)) => Ok(Recorded::Shards(n)),
+        _ => Err(Error::CannotFix {
+            what: format!(
+                "key {} holds {:?}, not a number of shards (1..=1024)",
+                store.keys.shards,
+                // Another program's value may be long; the start of it tells enough.
+                reply.chars().take(40).collect::<String>()
+            ),
+            hint: "set it to the number the prefix is split into (`shards` in the config of its processes), or delete it if the prefix is not split".into(),
+        }),
+    }
 }

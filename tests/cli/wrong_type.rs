@@ -887,3 +887,34 @@ fn recovery_finds_stale_entries_behind_odd_ones() {
     let now: f64 = redis::cmd("TIME").query::<Vec<f64>>(&mut con).unwrap()[0];
     assert!(at > now, "odd7:B moved ahead: {at} vs {now}");
 }
+
+#[test]
+fn a_shards_key_not_holding_a_number_of_shards_cannot_be_fixed_by_retrying() {
+    let s = RedisServer::start();
+    let d = workdir();
+    // A split prefix's dispatcher asks too (an unsplit one has nothing to ask).
+    std::fs::write(
+        d.path().join("two.toml"),
+        "[redbike]\nprefix = \"{t}\"\nshards = 2\n",
+    )
+    .unwrap();
+    let commands: [&[&str]; 4] = [
+        &["statuses"],
+        &["set", "j:A", "NOW"],
+        &["-c", "two.toml", "set", "j:A", "NOW"],
+        &["-c", "two.toml", "dispatch"],
+    ];
+    for value in ["x", "0", "-1", "1.5", "1025"] {
+        let _: () = s.con().set("{t}-shards", value).unwrap();
+        let before = s.dump();
+        for args in commands {
+            let o = bike(&s, d.path())
+                .env("REDBIKE_PREFIX", "{t}")
+                .args(args)
+                .run()
+                .fails(78, "key {t}-shards holds");
+            assert!(o.stderr.contains("retrying cannot fix"), "{args:?}: {o:?}");
+            assert_eq!(s.dump(), before, "{value} {args:?}");
+        }
+    }
+}
