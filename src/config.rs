@@ -229,9 +229,12 @@ impl Config {
         if let Some(prefix) = &overrides.prefix {
             config.prefix = prefix.clone();
         }
-        check_prefix(&config.prefix)?;
+        // The file's values passed: a bad one now came from a flag or the environment,
+        // and is named so.
+        check_prefix(&config.prefix).map_err(from_override("--prefix (or REDBIKE_PREFIX)"))?;
         check_shards(&config.prefix, config.shards)?;
-        config.redis = Access::new(settings, &config.prefix)?;
+        config.redis = Access::new(settings, &config.prefix)
+            .map_err(from_override("--redis-url (or REDBIKE_REDIS_URL)"))?;
         Ok(config)
     }
 
@@ -451,6 +454,19 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "db" => limits::DB,
         _ => return None,
     })
+}
+
+/// Renames a [`ConfigError::Value`] of the prefix or the URL for the flag (and
+/// environment variable) that gave the value.
+fn from_override(flag: &'static str) -> impl Fn(ConfigError) -> ConfigError {
+    move |e| match e {
+        ConfigError::Value { key, message }
+            if key == "redbike.prefix" || key == "redbike-redis.url" =>
+        {
+            ConfigError::Value { key: flag, message }
+        }
+        e => e,
+    }
 }
 
 fn check_prefix(prefix: &str) -> Result<(), ConfigError> {

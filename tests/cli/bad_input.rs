@@ -1068,6 +1068,30 @@ fn cases() -> Vec<Case> {
             &["frobnicate"],
             "unrecognized subcommand 'frobnicate'",
         ),
+        // A bad value from a flag or the environment is named by them, not the file's key.
+        case(
+            "prefix from the environment",
+            &["statuses"],
+            "bad config value for --prefix (or REDBIKE_PREFIX): \"a b\"",
+        )
+        .env("REDBIKE_PREFIX", "a b"),
+        case(
+            "redis url from the environment",
+            &["statuses"],
+            "--redis-url (or REDBIKE_REDIS_URL): http://x: unsupported scheme",
+        )
+        .env("REDBIKE_REDIS_URL", "http://x"),
+        case(
+            "empty redis url from the environment",
+            &["statuses"],
+            "--redis-url (or REDBIKE_REDIS_URL): : not a valid URL",
+        )
+        .env("REDBIKE_REDIS_URL", ""),
+        case(
+            "redis url flag",
+            &["--redis-url", "redis://h:99999", "statuses"],
+            "--redis-url (or REDBIKE_REDIS_URL): redis://h:99999: not a valid URL",
+        ),
         // A usage error names what is missing or allowed, in its one line.
         case(
             "missing schedule",
