@@ -73,7 +73,19 @@ pub fn validate_queue(queue: &str) -> Result<()> {
             "bad queue name {queue:?}: a queue name has no ':' (it is the part of a job id after the last ':')"
         )));
     }
-    crate::jobid::validate(queue).map_err(|e| Error::Input(format!("bad queue name: {e}")))
+    // A queue name follows the job id rules; the message speaks of the queue name.
+    crate::jobid::validate(queue).map_err(|e| {
+        use crate::jobid::{JobIdError as E, MAX_JOBID_BYTES};
+        let why = match e {
+            E::Empty => "it is empty".to_string(),
+            E::TooLong(n) => format!("it is {n} bytes long; the limit is {MAX_JOBID_BYTES}"),
+            E::Control(_) => "it contains a control character".into(),
+            E::Whitespace(_) => "it has white space at its start or end; remove it".into(),
+            E::Collides { why, .. } => format!("{why}; pick another queue name"),
+            e @ (E::NoQueue(_) | E::Reserved(_)) => e.to_string(),
+        };
+        Error::Input(format!("bad queue name {queue:?} (--queue): {why}"))
+    })
 }
 
 /// Fails, naming the key, unless each of the control keys is a hash or missing.

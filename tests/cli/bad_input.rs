@@ -1092,6 +1092,16 @@ fn cases() -> Vec<Case> {
             &["--redis-url", "redis://h:99999", "statuses"],
             "--redis-url (or REDBIKE_REDIS_URL): redis://h:99999: not a valid URL",
         ),
+        case(
+            "pause: empty queue",
+            &["pause", "--queue", ""],
+            "bad queue name \"\" (--queue): it is empty",
+        ),
+        case(
+            "resume: control character in queue",
+            &["resume", "--queue", "A\nB"],
+            "bad queue name \"A\\nB\" (--queue): it contains a control character",
+        ),
         // A usage error names what is missing or allowed, in its one line.
         case(
             "missing schedule",
