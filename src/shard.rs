@@ -11,7 +11,7 @@
 //! go to its shard, and listings read every shard and merge. `shards = 1` (the
 //! default) is the unsplit prefix, the layout the Python original shares.
 //!
-//! The unsplit prefix's key `P-shards` records N (see [`crate::redis::shards`]);
+//! The unsplit prefix's key `P-shards` records N (see `redis/shards.rs`);
 //! commands configured with another number refuse to run (exit 2), since they would
 //! look for jobs in the wrong shard.
 
