@@ -20,7 +20,7 @@ use crate::{
     error::ConfigError,
     limits::{self, OutputLimits},
     policy::Policy,
-    redis::{settings::RedisSettings, topology::Access},
+    redis::{peers::PythonPeers, settings::RedisSettings, topology::Access},
 };
 
 /// The file read when no config file is named and it exists.
@@ -101,6 +101,9 @@ pub struct Config {
     /// The shards the prefix is split into (`shards`, see [`crate::shard`]); 1 is the
     /// unsplit layout the Python original shares.
     pub shards: u32,
+    /// Whether idle dispatchers and workers look for work every second, for Python
+    /// processes that announce nothing (`python-peers`, see [`crate::redis::peers`]).
+    pub python_peers: PythonPeers,
     /// The file the configuration came from, if any.
     pub source: Option<PathBuf>,
 }
@@ -161,6 +164,7 @@ struct RedbikeTable {
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
     shards: Option<u64>,
+    python_peers: Option<PythonPeers>,
 }
 
 /// `[redbike.catch-up.Q]`: the catch-up policy of queue Q.
@@ -391,6 +395,7 @@ impl Config {
             overdue_after,
             history_limit,
             shards,
+            python_peers: t.python_peers.unwrap_or_default(),
             source,
         })
     }
@@ -628,6 +633,22 @@ mod tests {
         assert_eq!(config.catch_up.get("R"), Some(&skip));
         assert_eq!(config.catch_up.get("S"), Some(&once));
         assert_eq!(config.catch_up.len(), 2);
+    }
+
+    #[test]
+    fn python_peers_takes_words_and_flags() {
+        for (text, want) in [
+            ("", PythonPeers::Auto),
+            ("python-peers = \"auto\"", PythonPeers::Auto),
+            ("python-peers = \"yes\"", PythonPeers::Yes),
+            ("python-peers = true", PythonPeers::Yes),
+            ("python-peers = \"no\"", PythonPeers::No),
+            ("python-peers = false", PythonPeers::No),
+        ] {
+            let text = format!("[redbike]\n{text}\n");
+            let config = Config::from_file(toml::from_str(&text).unwrap(), None).unwrap();
+            assert_eq!(config.python_peers, want, "{text}");
+        }
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`,
 //!   and many at once (`load`, `dispatch --schedules`) in `bulk.rs`; the Redis settings
 //!   that lose jobs in `hazards.rs`; the registry of live dispatchers and workers
-//!   (registration, heartbeats, listing) in `registry.rs`; reading run history
-//!   (`redbike history`, `tell`, `stats`) in `history.rs`.
+//!   (registration, heartbeats, listing) in `registry.rs`; whether Python peers share
+//!   the prefix, and so how often idle processes look for work, in `peers.rs`; reading
+//!   run history (`redbike history`, `tell`, `stats`) in `history.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
 //!   them. The typed functions that build the arguments of the worker's scripts

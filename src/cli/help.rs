@@ -179,6 +179,13 @@ records status FNC (and last_failure FNC) unless the job was recovered meanwhile
 QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \
 The queue of a job is the part of its id after the last ':'.
 
+An idle worker waits for wake-ups (pub/sub, sent by set, load, run, the dispatchers \
+and other workers) and looks on its own for queued jobs and HALT every 10 s; about \
+every second while it holds jobs, while its listener is not subscribed, or while a \
+Python peer was seen in the last hour (PREFIX-python-seen, written by whichever \
+process found a job queued without a wake-up; see python-peers in \
+docs/configuration.md).
+
 While its jobs are short (under 50 ms on average), a worker claims a few more than it \
 has free slots (up to 50 ms of work per slot, at most max(32, concurrency)), so a slot \
 starts its next job without waiting for Redis. Such a job is leased like a running one \
@@ -248,8 +255,12 @@ between the check and the write.";
 
 /// The dispatcher's behaviour, for `dispatch`.
 pub const DISPATCH: &str = "\
-A pass runs at the start of every second and at once when set or load publish a due \
-job; it moves every job due by then into its queue, in atomic batches, so several \
+A pass runs when the earliest job on the timeline falls due (every placement of \
+redbike's announces its due instant), at once when set, load or a worker publish a due \
+job, and otherwise when a recovery or heartbeat is due or 10 s after the last pass; \
+while a Python peer was seen in the last hour (PREFIX-python-seen: a job placed \
+without a wake-up; see python-peers in docs/configuration.md) it runs at the start of \
+every second. It moves every job due by then into its queue, in atomic batches, so several \
 dispatchers may share a prefix (run two for high availability, each with its own \
 timefile). The timefile holds the time of the last completed pass; the first pass uses \
 --after, else the timefile, else now, and a job due then runs once, however late. A \
@@ -257,7 +268,7 @@ queue whose config table [redbike.catch-up.Q] says policy = \"skip\" has its lat
 skipped instead: a job of it due more than grace seconds ago (default 60, 5..=86400) \
 is not queued but put at its next occurrence after now (a one-off leaves the \
 timeline), with status SKP, last_failure SKP and a log line. control HALT stops it \
-within a second; a stop \
+within a second (a HALT the Python original writes, within 10 s); a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
 with capped backoff, one log line when a failure begins, changes or ends, and a \
 reminder every minute. An error that retrying cannot fix (see exit status 78) before \
@@ -311,7 +322,8 @@ Alive: registered dispatchers and workers, and workers per queue (each queue rep
 0 when no worker works it, and each queue a live worker works), as `redbike ps` lists \
 them; Python processes do not register and are not counted. Overdue: jobs on the \
 timeline due for longer than overdue-after (config key, default 60 s, 5..=31536000) \
-(ZCOUNT): a dispatcher moves a due job within a second, so overdue jobs mean that no \
+(ZCOUNT): a dispatcher moves a due job within a second (one the Python original \
+placed, within 10 s), so overdue jobs mean that no \
 dispatcher runs or HALT is set. Queued and running jobs are never counted: they are \
 not on the timeline. A queue with waiting jobs and no worker alive shows as its length \
 and age next to 0 workers (unless Python workers serve it).

@@ -1,15 +1,22 @@
 //! `redbike dispatch`: moves due jobs from the timeline into their work queues.
 //!
-//! A pass runs at the start of every second (jobs are due at whole seconds, so a job
-//! is queued within milliseconds of its second beginning) and at once when `set` or
-//! `load` publish a job that is already due. Jobs placed by the Python original, which
-//! publishes nothing, are still found by the next per-second pass. Each pass is one Lua
-//! call per batch of [`BATCH`] jobs, so several dispatchers can share a prefix.
+//! A pass runs when the earliest job on the timeline falls due (jobs are due at whole
+//! seconds, so a job is queued within milliseconds of its second beginning), at once
+//! when `set`, `load` or a worker publish a job that is already due, and otherwise when
+//! a job's recovery instant or a heartbeat is due, or [`QUIET_POLL`] after the last
+//! pass. Each pass reads the timeline's head, and every placement of ours announces its
+//! due instant, so the dispatcher always knows when the next job falls due. Jobs placed
+//! by the Python original, which announces nothing, are the exception: a pass that finds
+//! one is evidence of a Python peer, and while one is seen (see
+//! [`crate::redis::peers`]) a pass runs at the start of every second. Each pass is one
+//! Lua call per batch of [`BATCH`] jobs, so several dispatchers can share a prefix.
 
 use std::{
-    sync::mpsc,
+    sync::mpsc::{self, RecvTimeoutError},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
+
+use redis::{RedisResult, Value};
 
 use crate::{
     config::Config,
@@ -22,6 +29,7 @@ use crate::{
     redis::keys::Keys,
     redis::link::Link,
     redis::listener::{self, Heard},
+    redis::peers::{Peers, QUIET_POLL},
     redis::registry::{self, Registration},
     redis::retry::Trouble,
     redis::scripts,
@@ -43,7 +51,7 @@ pub struct Options {
 }
 
 /// The outcome of one pass.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pass {
     /// Due jobs taken off the timeline.
     pub taken: usize,
@@ -66,6 +74,12 @@ pub struct Pass {
     pub beat: i64,
     /// Due jobs that are paused (`redbike pause`): taken off the timeline, not queued.
     pub paused: usize,
+    /// `P-python-seen`, when it exists (see [`crate::redis::peers`]).
+    pub python_seen: Option<String>,
+    /// The earliest due instant on the timeline when the pass began.
+    pub head: Option<i64>,
+    /// The earliest due instant on the timeline when the pass ended.
+    pub next: Option<i64>,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches; with
@@ -83,6 +97,7 @@ pub fn pass_with(
     mut beat: Option<([String; 2], [String; 3])>,
 ) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
+    let mut first = true;
     loop {
         type Reply = (
             usize,
@@ -94,6 +109,9 @@ pub fn pass_with(
             f64,
             i64,
             usize,
+            Option<String>,
+            Option<f64>,
+            Option<f64>,
         );
         let mut call = scripts::DISPATCH.prepare_invoke();
         call.key(&store.keys.timeline)
@@ -102,6 +120,7 @@ pub fn pass_with(
             .key(&store.keys.leases)
             .key(&store.keys.due)
             .key(&store.keys.paused)
+            .key(&store.keys.python_seen)
             .arg(&store.keys.prefix)
             .arg(point)
             .arg(BATCH)
@@ -110,8 +129,20 @@ pub fn pass_with(
         if let Some((keys, args)) = beat.take() {
             call.key(&keys[..]).arg(&args[..]);
         }
-        let (taken, enqueued, deferred, halted, lease, odd, clock, beat_result, paused): Reply =
-            call.invoke(store.con)?;
+        let (
+            taken,
+            enqueued,
+            deferred,
+            halted,
+            lease,
+            odd,
+            clock,
+            beat_result,
+            paused,
+            python_seen,
+            head,
+            next,
+        ): Reply = call.invoke(store.con)?;
         if beat_result != 0 {
             total.beat = beat_result; // only the first batch carries one
         }
@@ -123,6 +154,11 @@ pub fn pass_with(
         total.redis_now = clock;
         total.odd += odd;
         total.paused += paused;
+        total.python_seen = python_seen;
+        if std::mem::take(&mut first) {
+            total.head = head.map(|t| t as i64);
+        }
+        total.next = next.map(|t| t as i64);
         if taken < BATCH {
             return Ok(total);
         }
@@ -139,10 +175,10 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         config.redis.display_url(),
         config.timefile.display()
     );
-    let (wake_tx, wake_rx) = mpsc::channel::<()>();
+    let (wake_tx, wake_rx) = mpsc::channel::<Wake>();
     let tx = wake_tx.clone();
     shutdown.on_request(move |_| {
-        let _ = tx.send(());
+        let _ = tx.send(Wake::Now);
     });
     let keys = Keys::new(&config.prefix);
     let mut link = Link::new(&config.redis, "dispatcher");
@@ -160,6 +196,11 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         Vec::new(),
         None,
     );
+    let mut ahead = Ahead::new(Peers::new(
+        config.python_peers,
+        &config.prefix,
+        registry::DISPATCHER,
+    ));
     while !shutdown.requested() {
         // An error that retrying cannot fix, before any pass worked: a dispatcher that
         // can never pass exits (EX_CONFIG) rather than retry for ever.
@@ -168,9 +209,13 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         }
         if link.is_down() {
             recovery.outage_ended();
+            ahead.fresh = true;
         }
         let Some(con) = link.get() else {
-            let _ = wake_rx.recv_timeout(link.wait().unwrap_or(Duration::from_secs(1)));
+            let wait = link.wait().unwrap_or(Duration::from_secs(1));
+            if let Ok(w) = wake_rx.recv_timeout(wait) {
+                ahead.heard(w);
+            }
             continue;
         };
         let mut store = Store { con, keys: &keys };
@@ -189,6 +234,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             true => watch.check(store.con),
             false => Ok(()),
         };
+        let expected = ahead.begin_pass();
         // Late jobs of `skip` queues go to their next occurrence before the pass could
         // queue them; lateness is measured from the clock, not from the pass's point
         // (after an outage that is the timefile's instant).
@@ -205,6 +251,14 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                     p.redis_now,
                     timestamp::now(),
                 )?;
+                // Announcements that came during the pass: jobs they name were known.
+                for w in wake_rx.try_iter() {
+                    ahead.heard(w);
+                }
+                ahead.end_pass(&p, point, expected);
+                if ahead.peers.to_write() {
+                    write_evidence(store.con, &mut ahead.peers, registration.id())?;
+                }
                 Ok(p)
             });
         match result {
@@ -240,18 +294,163 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                     return Ok(());
                 }
             }
-            Err(e) => link.failed(&e),
+            Err(e) => {
+                link.failed(&e);
+                ahead.fresh = true;
+            }
         }
-        if shutdown.requested() {
-            break;
+        // Sleep until the next pass is due, or until woken.
+        while !shutdown.requested() && !ahead.now {
+            let wait = ahead.sleep(point, registration.next_due());
+            if wait.is_zero() {
+                break;
+            }
+            match wake_rx.recv_timeout(wait) {
+                Ok(w) => ahead.heard(w),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+            }
         }
-        // Sleep until the next second begins, or until woken.
-        let _ = wake_rx.recv_timeout(until_next_second());
-        while wake_rx.try_recv().is_ok() {}
+        ahead.now = false;
         point = timestamp::now();
     }
     crate::log_info!("dispatcher stopping on signal");
     registration.deregister(link.current());
+    Ok(())
+}
+
+/// What the loop hears while it sleeps.
+enum Wake {
+    /// A job joined the timeline, due then (`set`, `load`, a worker's reschedule, a
+    /// dispatcher deferring a running job); `None`: a payload that is no time.
+    Due(Option<i64>),
+    /// A control signal or a stop request: a pass at once.
+    Now,
+    /// The listener (re)subscribed: wake-ups may have been lost before.
+    Subscribed,
+    /// The listener lost its subscription: wake-ups are lost until it subscribes again.
+    Lost,
+}
+
+/// What the dispatcher knows of what lies ahead between passes: when the next job falls
+/// due and the next pass is due, and whether a pass found a job it was never told of.
+struct Ahead {
+    /// Python peers and whether wake-ups arrive.
+    peers: Peers,
+    /// The timeline's earliest due instant when the last pass ended.
+    known: Option<i64>,
+    /// The earliest due instant announced since the last pass began.
+    announced: Option<i64>,
+    /// A pass is wanted at once.
+    now: bool,
+    /// The next pass counts no evidence: after the start, an outage or a
+    /// resubscription a job may have been announced in vain.
+    fresh: bool,
+    /// Whether the pass going on counts evidence (so far).
+    judging: bool,
+    /// When the last pass ended.
+    last: Instant,
+    /// When the earliest recovery instant in the running index falls due.
+    recovery: Option<Instant>,
+}
+
+impl Ahead {
+    fn new(peers: Peers) -> Ahead {
+        Ahead {
+            peers,
+            known: None,
+            announced: None,
+            now: false,
+            fresh: true,
+            judging: false,
+            last: Instant::now(),
+            recovery: None,
+        }
+    }
+
+    /// Takes in what the listener heard.
+    fn heard(&mut self, w: Wake) {
+        match w {
+            Wake::Due(Some(ts)) => {
+                self.announced = earlier(self.announced, Some(ts));
+                self.now |= ts <= timestamp::now();
+            }
+            Wake::Due(None) | Wake::Now => self.now = true,
+            Wake::Subscribed => {
+                self.peers.listening(true);
+                self.fresh = true;
+                self.now = true;
+            }
+            Wake::Lost => self.peers.listening(false),
+        }
+    }
+
+    /// A pass begins: the earliest due instant known before it.
+    fn begin_pass(&mut self) -> Option<i64> {
+        self.judging = !std::mem::replace(&mut self.fresh, false) && self.peers.judging();
+        earlier(self.known, self.announced.take())
+    }
+
+    /// A pass at `point` ended with `p`; `expected` is what [`Ahead::begin_pass`] said.
+    /// A due job earlier than anything known or announced was placed without a
+    /// wake-up: evidence of a Python peer (late by at least 2 s while quiet, so that a
+    /// wake-up still on its way does not count).
+    fn end_pass(&mut self, p: &Pass, point: i64, expected: Option<i64>) {
+        self.peers.read(p.python_seen.clone());
+        // Not if the listener lost or renewed its subscription meanwhile.
+        let judged = self.judging && self.peers.judging() && !self.fresh;
+        let expected = earlier(expected, self.announced);
+        if let Some(head) = p.head.filter(|&h| judged && h <= point) {
+            let late = point - head;
+            let unknown = expected.is_none_or(|e| head < e);
+            if unknown && (self.peers.fast() || late >= 2) {
+                self.peers.found(format!(
+                    "a job due at {head} was on the timeline without a wake-up ({late}s late)"
+                ));
+            }
+        }
+        self.known = p.next;
+        self.last = Instant::now();
+        // Entries already stale (recovery waits after an outage) are looked at again in a
+        // second, not at once.
+        self.recovery = p
+            .earliest_recovery
+            .map(|t| self.last + Duration::from_secs_f64((t - p.redis_now).max(1.0)));
+    }
+
+    /// How long to sleep after the pass at `point`: until the next second while Python
+    /// peers are seen (or wake-ups do not arrive), else until the earliest of the next
+    /// due job, the earliest recovery instant, the next heartbeat (`beat`) and
+    /// [`QUIET_POLL`] after the last pass.
+    fn sleep(&self, point: i64, beat: Instant) -> Duration {
+        if self.peers.fast() {
+            return until_second(timestamp::now() + 1);
+        }
+        let now = Instant::now();
+        let mut until = (self.last + QUIET_POLL).min(beat);
+        if let Some(at) = self.recovery {
+            until = until.min(at);
+        }
+        let mut wait = until.saturating_duration_since(now);
+        // A job due by the last pass's point was taken by it (or deferred): the earliest
+        // a job can fall due is the next second.
+        if let Some(due) = earlier(self.known, self.announced) {
+            wait = wait.min(until_second(due.max(point + 1)));
+        }
+        wait
+    }
+}
+
+/// The earlier of two instants, either of which may be unknown.
+fn earlier(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    a.into_iter().chain(b).min()
+}
+
+/// Writes the evidence of a Python peer (see [`crate::redis::peers`]).
+fn write_evidence(con: &mut redis::Connection, peers: &mut Peers, id: &str) -> RedisResult<()> {
+    let mut pipe = redis::pipe();
+    let n = peers.add_to(&mut pipe, id);
+    let replies: Vec<RedisResult<Value>> = pipe.ignore_errors().query(con)?;
+    peers.read_replies(&mut replies.into_iter(), n);
     Ok(())
 }
 
@@ -311,12 +510,13 @@ fn start(store: &mut Store<'_>, preload: &[PlaceItem], probe: &Probe) -> Result<
     Ok(())
 }
 
-/// Wakes the loop for a due job published by `set`/`load`, and for control signals.
+/// Hands the loop what the listener hears: jobs joining the timeline, control signals,
+/// and whether it is subscribed.
 fn spawn_listener(
     config: &Config,
     keys: &Keys,
     shutdown: &Shutdown,
-    tx: mpsc::Sender<()>,
+    tx: mpsc::Sender<Wake>,
 ) -> Result<()> {
     let timeline = keys.timeline_wake.clone();
     let channels = vec![keys.timeline_wake.clone(), keys.control_wake.clone()];
@@ -325,28 +525,29 @@ fn spawn_listener(
         channels,
         shutdown.clone(),
         move |heard| {
-            let due_now = match heard {
-                Heard::Message { channel, payload } if channel == timeline => {
+            let wake = match heard {
+                Heard::Message { channel, payload } if channel == timeline => Wake::Due(
                     std::str::from_utf8(&payload)
                         .ok()
-                        .and_then(|s| s.parse::<i64>().ok())
-                        .is_none_or(|ts| ts <= timestamp::now())
-                }
-                _ => true,
+                        .and_then(|s| s.parse::<i64>().ok()),
+                ),
+                Heard::Message { .. } => Wake::Now,
+                Heard::Connected => Wake::Subscribed,
+                Heard::Lost => Wake::Lost,
             };
-            if due_now {
-                let _ = tx.send(());
-            }
+            let _ = tx.send(wake);
         },
     )
     .map_err(|e| Error::io("cannot start the listener thread", e))?;
     Ok(())
 }
 
-/// Time left until the next whole second (plus a millisecond, so the clock has turned).
-fn until_next_second() -> Duration {
+/// Time left until unix second `second` begins (plus a millisecond, so the clock has
+/// turned); zero once it has.
+fn until_second(second: i64) -> Duration {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    Duration::from_nanos(1_000_000_000 - u64::from(since.subsec_nanos())) + Duration::from_millis(1)
+    let at = Duration::from_secs(second.max(0) as u64) + Duration::from_millis(1);
+    at.saturating_sub(since)
 }

@@ -23,6 +23,7 @@
 //! | `P-paused-queues` | hash | paused queue -> the same JSON (new here, `pause --queue`) |
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
 //! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
+//! | `P-python-seen` | string, expiring | evidence that a Python process shares the prefix: idle processes look for work every second while it exists (new here, see `crate::redis::peers`) |
 //!
 //! The Python original ignores the keys that are new here: it neither reads nor
 //! writes them, nor deletes them with a job.
@@ -70,6 +71,9 @@ pub struct Keys {
     pub rerun: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
+    /// `P-python-seen`: evidence of a Python peer, expiring (see
+    /// [`crate::redis::peers`]).
+    pub python_seen: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -133,6 +137,7 @@ impl Keys {
             paused_queues: format!("{prefix}-paused-queues"),
             rerun: format!("{prefix}-rerun"),
             shards: format!("{prefix}-shards"),
+            python_seen: format!("{prefix}-python-seen"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

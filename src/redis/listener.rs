@@ -25,6 +25,9 @@ pub enum Heard {
     },
     /// The listener (re)connected; messages may have been missed before this.
     Connected,
+    /// The listener lost its subscription: messages are missed until the next
+    /// [`Heard::Connected`].
+    Lost,
 }
 
 /// Starts listening on `channels` until a stop is requested. With Sentinel, a second
@@ -87,6 +90,9 @@ pub fn spawn(
                 }
                 if shutdown.requested() {
                     return;
+                }
+                if ready {
+                    on_heard(Heard::Lost);
                 }
                 shutdown.sleep(Duration::from_millis(200));
             }

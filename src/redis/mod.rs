@@ -1,8 +1,9 @@
 //! Reaching Redis: the topology (standalone, Sentinel, Cluster), connecting and retrying,
 //! the link a long-running loop keeps, the listener for wake-ups and failovers, the key
-//! names, the registry of live processes, pauses, the store of schedules, the shard count a prefix records, writing many jobs at
-//! once (bulk), the Redis settings that lose jobs (hazards), and the Lua scripts with
-//! the typed functions that call them.
+//! names, the registry of live processes, Python peers (how often idle processes look
+//! for work), pauses, the store of schedules, the shard count a prefix records, writing
+//! many jobs at once (bulk), the Redis settings that lose jobs (hazards), and the Lua
+//! scripts with the typed functions that call them.
 
 pub(crate) mod bulk;
 pub mod hazards;
@@ -11,6 +12,7 @@ pub mod keys;
 pub(crate) mod link;
 pub(crate) mod listener;
 pub mod pause;
+pub mod peers;
 pub(crate) mod registry;
 pub(crate) mod retry;
 pub mod scripts;

@@ -11,9 +11,11 @@
 //!
 //! A heartbeat is `SET` + `SADD` (the `SADD` puts back an id that a registering
 //! process dropped while this one was stalled past its ttl), every third of the ttl,
-//! inside a round trip the process makes anyway: a worker's once-a-second poll, a
-//! dispatcher's per-second pass (dispatch.lua). With the default ttl of 30 s that is 2
-//! commands every 10 s. A process that stops cleanly deletes its description and id.
+//! inside a round trip the process makes anyway: a worker's poll, a dispatcher's pass
+//! (dispatch.lua); an idle process that looks for work only every 10 s (see
+//! `crate::redis::peers`) looks when its heartbeat is due. With the default ttl of 30 s
+//! that is 2 commands every 10 s. A process that stops cleanly deletes its description
+//! and id.
 
 use std::time::{Duration, Instant};
 
@@ -120,6 +122,16 @@ impl Registration {
     /// Whether a heartbeat is due.
     pub fn due(&self) -> bool {
         Instant::now() >= self.next
+    }
+
+    /// When the next heartbeat is due.
+    pub fn next_due(&self) -> Instant {
+        self.next
+    }
+
+    /// The process's id (`HOST-PID-RANDOM`).
+    pub fn id(&self) -> &str {
+        &self.description.id
     }
 
     /// The description as of now, JSON; the next heartbeat is due a third of the ttl

@@ -18,6 +18,7 @@ use crate::{
     redis::keys::{queue_of, Keys},
     redis::link::Link,
     redis::listener::{self, Heard},
+    redis::peers::{Peers, SEEN_SIGNAL},
     redis::registry::{self, Registration},
     redis::scripts::{
         self,
@@ -37,14 +38,24 @@ use crate::{
 /// How long outcomes may wait to be written together, while every slot has its next job
 /// claimed already: one round trip then records several jobs.
 const BATCH_FOR: Duration = Duration::from_millis(5);
+/// How long a wake-up may trail the job it announces (the listener thread on a loaded
+/// host): jobs an idle poll found count as queued without one (evidence of a Python
+/// peer, see [`crate::redis::peers`]) only once no wake-up came for this long.
+const ANNOUNCED_WITHIN: Duration = Duration::from_millis(500);
 /// What reaches the loop thread.
 pub(super) enum Event {
     /// Jobs ended (see `Pool::end`); they wait in the pool until the next round trip.
     Ended,
     /// Few jobs are left ready (see `Pool::take`).
     Low,
-    /// Work may be waiting (a wake-up message, or the listener reconnected).
+    /// Work may be waiting (a wake-up message).
     Wake,
+    /// The listener (re)subscribed: work may be waiting, and wake-ups arrive.
+    Subscribed,
+    /// The listener lost its subscription: wake-ups are lost until it subscribes again.
+    Lost,
+    /// A process of the prefix saw a Python peer (see [`crate::redis::peers`]).
+    Python,
     /// The control key was set to HALT.
     Halt,
     /// A stop signal; the count of requests so far.
@@ -124,6 +135,8 @@ pub fn run(
         last_poll: None,
         started: false,
         registration,
+        peers: Peers::new(config.python_peers, &config.prefix, registry::WORKER),
+        unannounced: None,
     };
     let result = lp.run(config, &rx, tx);
     lp.registration.deregister(lp.link.current());
@@ -171,6 +184,11 @@ pub(super) struct Loop {
     started: bool,
     /// This worker's entry in the registry of live processes; heart-beats with the poll.
     registration: Registration,
+    /// Python peers, and whether wake-ups arrive: how often an idle worker polls.
+    peers: Peers,
+    /// An idle poll found jobs that no wake-up announced: when, and the first job a
+    /// claim took since (none yet: the jobs may be unclaimable, in a paused queue).
+    unannounced: Option<(Instant, Option<String>)>,
 }
 
 impl Loop {
@@ -196,6 +214,7 @@ impl Loop {
                     self.spawn_listener(config, tx)?;
                 }
             } else {
+                self.note_unannounced();
                 self.send_and_receive();
             }
             // An error that retrying cannot fix, before any claim worked: a worker that
@@ -265,10 +284,17 @@ impl Loop {
                     {
                         Event::Halt
                     }
+                    Heard::Message { channel, payload }
+                        if channel == control && payload == SEEN_SIGNAL.as_bytes() =>
+                    {
+                        Event::Python
+                    }
                     // Anything else wakes, also on the control channel: a queue named
                     // `control` shares it (PREFIX-wake-control), and a spurious wake-up
                     // costs one claim.
-                    _ => Event::Wake,
+                    Heard::Message { .. } => Event::Wake,
+                    Heard::Connected => Event::Subscribed,
+                    Heard::Lost => Event::Lost,
                 };
                 let _ = tx.send(event);
             },
@@ -333,7 +359,24 @@ impl Loop {
             }
             Event::Ended => {}
             Event::Low => {}
-            Event::Wake => self.claims.may_have_work = true,
+            Event::Wake => {
+                self.claims.may_have_work = true;
+                self.unannounced = None;
+            }
+            Event::Subscribed => {
+                // Wake-ups sent while it was away are lost: claim and poll at once.
+                self.peers.listening(true);
+                self.claims.may_have_work = true;
+                self.unannounced = None;
+                self.last_poll = None;
+            }
+            Event::Lost => {
+                self.peers.listening(false);
+                self.unannounced = None;
+            }
+            Event::Python => self
+                .peers
+                .read(Some(format!("said on {}", self.keys.control_wake))),
             Event::Halt => self.begin_stop("on HALT"),
             Event::Signal(n) if n >= 2 => self.force_exit(),
             Event::Signal(_) => self.begin_stop("on signal"),
@@ -482,12 +525,19 @@ impl Loop {
         if up && self.started && (self.wanted() > 0 || to_write) {
             return self.hold_off().unwrap_or(Duration::ZERO);
         }
-        // While Redis is down the next thing to do is the retry; otherwise the next poll.
+        // While Redis is down the next thing to do is the retry; otherwise the next poll
+        // (or heartbeat, which rides a poll), or the evidence the last poll found.
+        let every = self.poll_every();
         let mut wait = match (self.link.wait(), self.last_poll) {
             (Some(retry), _) => retry,
-            (None, Some(t)) => (t + POLL_EVERY).saturating_duration_since(now),
+            (None, Some(t)) => (t + every)
+                .min(self.registration.next_due())
+                .saturating_duration_since(now),
             (None, None) => Duration::ZERO,
         };
+        if let Some((since, Some(_))) = &self.unannounced {
+            wait = wait.min((*since + ANNOUNCED_WITHIN).saturating_duration_since(now));
+        }
         let pool = self.pool.lock();
         for r in pool.running.values() {
             let next = match r.kill_at {
@@ -501,7 +551,33 @@ impl Loop {
         if let Some(r) = pool.ready.front() {
             wait = wait.min((r.claimed + HOLD_AT_MOST).saturating_duration_since(now));
         }
-        wait.min(POLL_EVERY)
+        wait.min(every)
+    }
+
+    /// How often to poll: about every second while Python peers are seen (or wake-ups
+    /// do not arrive) or jobs are held (the poll refreshes their index entries), else
+    /// every [`crate::redis::peers::QUIET_POLL`].
+    fn poll_every(&self) -> Duration {
+        let holding = !self.claims.unconfirmed.is_empty() || !self.outbox.releases.is_empty() || {
+            let pool = self.pool.lock();
+            !pool.running.is_empty() || !pool.ready.is_empty()
+        };
+        match holding {
+            true => POLL_EVERY,
+            false => self.peers.every(POLL_EVERY),
+        }
+    }
+
+    /// Writes down evidence of a Python peer once an idle poll found jobs, a claim took
+    /// one, and no wake-up for them came within [`ANNOUNCED_WITHIN`].
+    fn note_unannounced(&mut self) {
+        if let Some((since, Some(id))) = &self.unannounced {
+            if since.elapsed() >= ANNOUNCED_WITHIN {
+                self.peers
+                    .found(format!("job {id} was queued without a wake-up"));
+                self.unannounced = None;
+            }
+        }
     }
 
     /// Talks to Redis: sends the next round trip when there is something to say, and
@@ -543,8 +619,19 @@ impl Loop {
             self.record_ended();
         }
         let claim = self.wanted();
-        let poll = self.last_poll.is_none_or(|t| t.elapsed() >= POLL_EVERY)
+        let poll = (self
+            .last_poll
+            .is_none_or(|t| t.elapsed() >= self.poll_every())
+            || self.registration.due()
+            || self.peers.to_write())
             && !self.in_flight.iter().any(|f| f.poll);
+        // An idle poll: whatever it finds was announced by no wake-up since the last
+        // claim came back short (else `may_have_work` would be set).
+        let idle = poll
+            && claim == 0
+            && !self.claims.may_have_work
+            && self.peers.judging()
+            && !self.in_flight.iter().any(|f| !f.tags.is_empty());
         let verify = !self.claims.unconfirmed.is_empty();
         // Stopping, the jobs a claim still in flight took go back too, behind those
         // claimed before them: hand-backs wait for that claim's reply so that all go back
@@ -592,6 +679,7 @@ impl Loop {
         }
         let mut health = 0;
         let mut beats = 0;
+        let mut notes = 0;
         if poll {
             pipe.cmd("EXISTS").arg(
                 self.claims
@@ -601,13 +689,16 @@ impl Loop {
                     .map(|q| self.keys.queue(q))
                     .collect::<Vec<_>>(),
             );
-            pipe.get(&self.keys.control);
+            pipe.cmd("MGET")
+                .arg(&self.keys.control)
+                .arg(self.peers.key());
             if self.watch.due() {
                 health = self.watch.add_to(&mut pipe);
             }
             if self.registration.due() {
                 beats = self.registration.add_to(&mut pipe);
             }
+            notes = self.peers.add_to(&mut pipe, self.registration.id());
         }
         // The refresh is sent after everything this round trip claims (its jobs are
         // indexed from the claim) and confirms from the oldest claim still unread.
@@ -643,8 +734,10 @@ impl Loop {
             sent: sending,
             verify,
             poll,
+            idle,
             health,
             beats,
+            notes,
             confirms,
             wait_replicas: wait.map(|(replicas, _)| replicas),
             replies: pipe.len(),
@@ -942,7 +1035,12 @@ impl Loop {
         if trip.poll {
             self.last_poll = Some(Instant::now());
             match replies.next() {
-                Some(Ok(Value::Int(n))) => self.claims.may_have_work |= n > 0,
+                Some(Ok(Value::Int(n))) => {
+                    if n > 0 && trip.idle && !self.claims.may_have_work {
+                        self.unannounced = Some((Instant::now(), None));
+                    }
+                    self.claims.may_have_work |= n > 0;
+                }
                 Some(Err(e)) => {
                     error.get_or_insert(e);
                 }
@@ -950,11 +1048,14 @@ impl Loop {
             }
             match replies.next().transpose() {
                 Ok(v) => {
-                    let said =
-                        v.and_then(|v| redis::from_redis_value::<Option<String>>(v).ok().flatten());
+                    let [said, python]: [Option<String>; 2] = v
+                        .and_then(|v| redis::from_redis_value::<Vec<Option<String>>>(v).ok())
+                        .and_then(|v| v.try_into().ok())
+                        .unwrap_or_default();
                     if said.as_deref() == Some("HALT") {
                         self.begin_stop("on HALT");
                     }
+                    self.peers.read(python);
                 }
                 Err(e) => {
                     error.get_or_insert(e);
@@ -966,6 +1067,7 @@ impl Loop {
             if trip.beats > 0 {
                 self.registration.read(&mut replies);
             }
+            self.peers.read_replies(&mut replies, trip.notes);
         }
         if let Some(from) = trip.confirms {
             if let Some(Ok(v)) = replies.next() {
@@ -1001,6 +1103,11 @@ impl Loop {
         sent: Instant,
     ) -> Option<redis::RedisError> {
         let claimed = self.parse_claimed(reply, tags, sent);
+        // The first claim after an idle poll found jobs: one taken names the evidence;
+        // none taken, the jobs found were not to be claimed (a paused queue).
+        if let Some((since, None)) = self.unannounced {
+            self.unannounced = claimed.first().map(|c| (since, Some(c.id.clone())));
+        }
         let none_left = self.claims.skipped.len() == self.claims.cycle.queues.len();
         // While every queue is skipped, each round trip claims (and fails, backing
         // off): one that did not would look like the failure ending.

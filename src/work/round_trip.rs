@@ -51,10 +51,14 @@ pub(super) struct RoundTrip {
     pub verify: bool,
     /// Whether it polls (queues, control key).
     pub poll: bool,
+    /// Whether its poll is an idle worker's: jobs it finds were announced by no wake-up.
+    pub idle: bool,
     /// Replies of its look at the Redis settings (0: none; see `crate::redis::hazards`).
     pub health: usize,
     /// Replies of its heartbeat (0: none; see `crate::redis::registry`).
     pub beats: usize,
+    /// Replies of its note of a Python peer (0: none; see `crate::redis::peers`).
+    pub notes: usize,
     /// When it refreshes the running index: the instant the jobs it finds running
     /// when its reply comes are confirmed from (the oldest round trip then in flight,
     /// whose claims the refresh could not name yet).

@@ -526,6 +526,16 @@ fn cases() -> Vec<Case> {
             "unknown variant `explode`",
         ),
         config(
+            "unknown python-peers",
+            "[redbike]\npython-peers = \"maybe\"\n",
+            "key `python-peers`: \"maybe\" is none of \"auto\" (the default), \"yes\" and \"no\"",
+        ),
+        config(
+            "python-peers a number",
+            "[redbike]\npython-peers = 1\n",
+            "key `python-peers`",
+        ),
+        config(
             "bad zone",
             "[redbike]\ntimezone = \"Mars/Base\"\n",
             "unknown time zone \"Mars/Base\"",

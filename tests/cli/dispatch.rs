@@ -150,16 +150,73 @@ fn set_wakes_the_dispatcher_at_once() {
     assert_eq!(finish(child, 5.0).0, Some(0));
 }
 
+/// What Python's set writes for a job due at `due`: no wake-up message.
+fn place_python_style(s: &RedisServer, id: &str, due: i64) {
+    let _: () = s.con().hset("t-schedules", id, "STOP").unwrap();
+    let _: () = s.con().zadd("t-timeline", id, due).unwrap();
+}
+
 #[test]
-fn python_style_timeline_entries_are_found_within_a_second() {
+fn python_style_timeline_entries_are_found_within_the_quiet_bound_then_every_second() {
     let s = RedisServer::start();
     let d = workdir();
     let child = dispatcher(&s, d.path());
-    assert!(wait_until(5.0, || path(&d, ".redbike.timefile").exists()));
-    // What Python's set writes: no wake-up message.
-    let _: () = s.con().hset("t-schedules", "py:A", "STOP").unwrap();
-    let _: () = s.con().zadd("t-timeline", "py:A", now()).unwrap();
+    assert!(wait_subscribed(&s, "t-wake-timeline"));
+    // Quiet: the dispatcher was told of nothing due, so only its safety pass (every
+    // 10 s) finds the job; a job due a while before that pass is the evidence.
+    let t = Instant::now();
+    place_python_style(&s, "py1:A", now() - 3);
+    assert!(wait_until(12.0, || llen(&s, "t-work-A") == 1));
+    assert!(t.elapsed() > Duration::from_millis(200), "found at once?");
+    let seen: Option<String> = s.con().get("t-python-seen").unwrap();
+    assert!(
+        seen.as_deref()
+            .is_some_and(|v| v.contains("dispatcher") && v.contains("without a wake-up")),
+        "{seen:?}"
+    );
+    let ttl: i64 = s.con().ttl("t-python-seen").unwrap();
+    assert!((3590..=3600).contains(&ttl), "{ttl}");
+    // From now on a pass runs every second.
+    place_python_style(&s, "py2:A", now());
+    assert!(wait_until(1.5, || llen(&s, "t-work-A") == 2));
+    signal(&child, libc::SIGTERM);
+    let (code, err) = finish(child, 5.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("Python peers seen"), "{err}");
+}
+
+#[test]
+fn python_peers_yes_finds_python_style_entries_within_a_second() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(path(&d, "rb.toml"), "[redbike]\npython-peers = \"yes\"\n").unwrap();
+    let child = bike(&s, d.path())
+        .args(["-c", "rb.toml", "dispatch"])
+        .spawn();
+    assert!(wait_subscribed(&s, "t-wake-timeline"));
+    place_python_style(&s, "py:A", now());
     assert!(wait_until(1.5, || llen(&s, "t-work-A") == 1));
+    signal(&child, libc::SIGTERM);
+    assert_eq!(finish(child, 5.0).0, Some(0));
+}
+
+#[test]
+fn a_quiet_dispatcher_wakes_for_the_jobs_it_is_told_of() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let child = dispatcher(&s, d.path());
+    assert!(wait_subscribed(&s, "t-wake-timeline"));
+    // `set` announces the due instant; the dispatcher sleeps until then, and queues
+    // the job within a moment of its second beginning.
+    let due = now() + 3;
+    bike(&s, d.path())
+        .args(["set", "soon:A", &format!("AT:{due}")])
+        .ok();
+    assert!(wait_until(6.0, || llen(&s, "t-work-A") == 1));
+    let status: String = s.con().hget("t-statuses", "soon:A").unwrap();
+    assert_eq!(status, format!("ENQ:{due}"));
+    let seen: Option<String> = s.con().get("t-python-seen").unwrap();
+    assert_eq!(seen, None);
     signal(&child, libc::SIGTERM);
     assert_eq!(finish(child, 5.0).0, Some(0));
 }

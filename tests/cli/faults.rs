@@ -107,6 +107,39 @@ fn jobs_left_out_by_python_workers_are_swept_back() {
     assert_eq!(finish(disp, 5.0).0, Some(0));
 }
 
+/// A wake-up lost with the listeners' subscriptions (CLIENT KILL of the pub/sub
+/// connections) loses no job: a listener that lost its subscription has its process
+/// look every second until it subscribes again, and look at once then; and a lost
+/// wake-up is no evidence of a Python peer.
+#[test]
+fn a_lost_wake_up_loses_no_job() {
+    let t = Setup::new();
+    let disp = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    let work = t.worker(&["A"]);
+    for round in 0..3 {
+        assert!(wait_subscribed(&t.s, "t-wake-timeline"));
+        assert!(wait_subscribed(&t.s, "t-wake-A"));
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "pubsub"])
+            .query(&mut t.s.con())
+            .unwrap();
+        assert!(killed >= 2, "{killed}");
+        // Announced while the listeners are away (they come back within a moment).
+        t.set(&format!("now{round}:A"), "NOW");
+        t.set(&format!("at{round}:A"), &format!("AT:{}", now() + 1));
+        assert!(
+            wait_until(5.0, || t.runs().len() == 2 * (round + 1)),
+            "{:?}",
+            t.runs()
+        );
+    }
+    let seen: Option<String> = t.s.con().get("t-python-seen").unwrap();
+    assert_eq!(seen, None);
+    t.stop(work);
+    signal(&disp, libc::SIGTERM);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+}
+
 /// The sweep's pace grows with the number of schedules, so that a pass takes a bounded
 /// time (10 minutes by default; 2 s here through the test hook
 /// REDBIKE_TEST_SWEEP_PASS, so 5,000 schedules a second, in calls of 500): of 10,000

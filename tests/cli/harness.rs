@@ -481,6 +481,24 @@ pub fn wait_until(secs: f64, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// Waits (at most 10 s) until something listens on `channel` (a dispatcher on
+/// `t-wake-timeline`, a worker of queue A on `t-wake-A`), then a moment more for the
+/// look it takes right after subscribing; whether it does. Work placed without a
+/// wake-up before then is found by that look, which counts no evidence of a Python
+/// peer.
+pub fn wait_subscribed(s: &RedisServer, channel: &str) -> bool {
+    let listening = wait_until(10.0, || {
+        let (_, n): (String, i64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query(&mut s.con())
+            .unwrap();
+        n > 0
+    });
+    thread::sleep(Duration::from_millis(300));
+    listening
+}
+
 /// Current unix time.
 pub fn now() -> i64 {
     std::time::SystemTime::now()

@@ -72,6 +72,15 @@ macro_rules! need_python {
     };
 }
 
+/// Writes `./job.sh`, a shell script running `line`.
+fn job_script(d: &tempfile::TempDir, line: &str) {
+    std::fs::write(path(d, "job.sh"), format!("#!/bin/sh\n{line}\n")).unwrap();
+    let _ = Command::new("chmod")
+        .arg("+x")
+        .arg(path(d, "job.sh"))
+        .status();
+}
+
 fn status(s: &RedisServer, id: &str) -> String {
     let v: Option<String> = s.con().hget("t-statuses", id).unwrap();
     v.unwrap_or_default()
@@ -102,11 +111,7 @@ fn python_writes_rust_reads_and_runs() {
     let stored: String = s.con().hget("t-schedules", "past:A").unwrap();
     assert_eq!(stored, "STOP");
     // Our dispatcher moves Python's timeline entry; our worker runs Python's queue.
-    std::fs::write(path(&d, "job.sh"), "#!/bin/sh\necho \"$1\" >> runs.log\n").unwrap();
-    let _ = Command::new("chmod")
-        .arg("+x")
-        .arg(path(&d, "job.sh"))
-        .status();
+    job_script(&d, "echo \"$1\" >> runs.log");
     let disp = bike(&s, d.path()).args(["dispatch"]).spawn();
     let work = bike(&s, d.path())
         .args(["work", "A", "--", "./job.sh"])
@@ -316,4 +321,47 @@ fn python_processes_do_not_register_and_overdue_counts_their_jobs() {
     assert!(registry.is_empty(), "{registry:?}");
     let listed = bike(&s, d.path()).args(["ps", "--format", "csv"]).ok();
     assert_eq!(listed.lines().count(), 1, "only the header: {listed}");
+}
+
+/// A fleet without Python processes is quiet: its idle dispatcher and worker wait for
+/// wake-ups and look on their own only every 10 s. Python's `set` announces nothing:
+/// the next look finds its job, which is the evidence of a Python peer, and from then
+/// on the fleet looks every second (`t-python-seen`).
+#[test]
+fn a_python_set_makes_the_fleet_look_every_second() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    job_script(&d, "echo \"$1 $(date +%s.%N)\" >> runs.log");
+    let disp = bike(&s, d.path()).args(["dispatch"]).spawn();
+    let work = bike(&s, d.path())
+        .args(["work", "A", "--", "./job.sh"])
+        .spawn();
+    assert!(wait_subscribed(&s, "t-wake-timeline"));
+    assert!(wait_subscribed(&s, "t-wake-A"));
+    let started = |id: &str| -> Option<f64> {
+        let log = std::fs::read_to_string(path(&d, "runs.log")).unwrap_or_default();
+        log.lines()
+            .find_map(|l| l.strip_prefix(&format!("{id} "))?.parse().ok())
+    };
+    let seen = || -> Option<String> { s.con().get("t-python-seen").unwrap() };
+    // Ours announces its job: it runs at once, and nothing is seen.
+    bike(&s, d.path()).args(["set", "ours:A", "NOW"]).ok();
+    assert!(wait_until(3.0, || started("ours:A").is_some()));
+    assert_eq!(seen(), None);
+    // Python's does not: the worker's next look (within 10 s) finds it.
+    py(&p, &s, &d, &["set", "py1:A", "NOW"]);
+    assert!(wait_until(12.0, || started("py1:A").is_some()));
+    assert!(wait_until(2.0, || seen().is_some()));
+    // From now on within about a second, on the timeline too.
+    let due = now() + 2;
+    py(&p, &s, &d, &["set", "py2:A", &format!("AT:{due}")]);
+    assert!(wait_until(5.0, || started("py2:A").is_some()));
+    let late = started("py2:A").unwrap() - due as f64;
+    assert!(late < 1.5, "{late}");
+    py(&p, &s, &d, &["set", "py3:A", "NOW"]);
+    assert!(wait_until(2.0, || started("py3:A").is_some()));
+    bike(&s, d.path()).args(["control", "HALT"]).ok();
+    assert_eq!(finish(work, 10.0).0, Some(0));
+    assert_eq!(finish(disp, 10.0).0, Some(0));
 }

@@ -120,6 +120,36 @@ fn ps_lists_running_processes_until_they_stop_cleanly() {
         .stderr_has("no dispatcher or worker is registered");
 }
 
+/// An idle fleet without Python peers looks for work on its own only every 10 s and
+/// heart-beats with those looks: with the default ttl (30 s) both processes stay listed
+/// throughout, their entries never near expiry.
+#[test]
+fn a_quiet_fleet_stays_listed_between_its_looks() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(path(&d, "rb.toml"), "").unwrap();
+    let disp = start(&s, d.path(), &["dispatch"]);
+    let work = start(&s, d.path(), &["work", "A", "--", "true"]);
+    assert!(wait_until(10.0, || ps_json(&s, d.path()).len() == 2));
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(32) {
+        let listed = ps_json(&s, d.path());
+        assert_eq!(listed.len(), 2, "{listed:?}");
+        for p in &listed {
+            let expires = p["expires_in_seconds"].as_f64().unwrap();
+            assert!(expires > 15.0, "{p}");
+        }
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    let seen: Option<String> = s.con().get("t-python-seen").unwrap();
+    assert_eq!(seen, None);
+    for bg in [disp, work] {
+        signal(bg.child(), libc::SIGTERM);
+        let (code, err) = bg.finish(10.0);
+        assert_eq!(code, Some(0), "{err}");
+    }
+}
+
 #[test]
 fn a_killed_process_expires_and_the_next_one_drops_its_id() {
     let (s, d) = setup();

@@ -468,17 +468,65 @@ fn output_left_behind_by_a_job_is_logged_without_holding_its_slot() {
     assert!(at("start next:A") - at("end linger:A") < 0.9, "{log}");
 }
 
+/// What Python's enqueue writes: no pub/sub message.
+fn queue_python_style(t: &Setup, id: &str) {
+    let mut con = t.s.con();
+    let _: () = con.hset("t-schedules", id, "STOP").unwrap();
+    let _: () = con.lpush("t-work-A", id).unwrap();
+    let _: () = con.sadd("t-work-A-members", id).unwrap();
+}
+
 #[test]
-fn jobs_queued_without_a_wake_up_are_found() {
+fn jobs_queued_without_a_wake_up_are_found_within_the_quiet_bound_then_every_second() {
     let t = Setup::new();
     let w = t.worker(&["A"]);
-    std::thread::sleep(Duration::from_millis(500));
-    // What Python's enqueue writes: no pub/sub message.
-    let mut con = t.s.con();
-    let _: () = con.hset("t-schedules", "py:A", "STOP").unwrap();
-    let _: () = con.lpush("t-work-A", "py:A").unwrap();
-    let _: () = con.sadd("t-work-A-members", "py:A").unwrap();
+    assert!(wait_subscribed(&t.s, "t-wake-A"));
+    // Quiet: only the safety poll (every 10 s) finds it, which is the evidence.
+    queue_python_style(&t, "py1:A");
+    assert!(wait_until(12.0, || t.runs() == ["py1:A"]));
+    // Written once no wake-up for it came within half a second.
+    let seen = || -> Option<String> { t.s.con().get("t-python-seen").unwrap() };
+    assert!(wait_until(2.0, || seen().is_some()));
+    let seen = seen();
+    assert!(
+        seen.as_deref().is_some_and(
+            |v| v.contains("worker") && v.contains("job py1:A was queued without a wake-up")
+        ),
+        "{seen:?}"
+    );
+    // From now on it polls every second.
+    queue_python_style(&t, "py2:A");
+    assert!(wait_until(2.0, || t.runs() == ["py1:A", "py2:A"]));
+    let err = t.stop(w);
+    assert!(err.contains("Python peers seen"), "{err}");
+}
+
+#[test]
+fn python_peers_yes_finds_jobs_queued_without_a_wake_up_within_a_second() {
+    let t = Setup::new();
+    std::fs::write(path(&t.d, "rb.toml"), "[redbike]\npython-peers = \"yes\"\n").unwrap();
+    let w = bike(&t.s, t.d.path())
+        .env("TEST_LOG", t.log())
+        .args(["-c", "rb.toml", "work", "A", "--", "./job.sh"])
+        .spawn();
+    assert!(wait_subscribed(&t.s, "t-wake-A"));
+    queue_python_style(&t, "py:A");
     assert!(wait_until(2.0, || t.runs() == ["py:A"]));
+    t.stop(w);
+}
+
+#[test]
+fn a_paused_queue_holding_jobs_is_no_evidence() {
+    let t = Setup::new();
+    bike(&t.s, t.d.path()).args(["pause", "--queue", "A"]).ok();
+    queue_python_style(&t, "held:A");
+    let w = t.worker(&["A"]);
+    assert!(wait_subscribed(&t.s, "t-wake-A"));
+    // Its polls find the queue full and its claims take nothing: no Python peer.
+    std::thread::sleep(Duration::from_secs(11));
+    let seen: Option<String> = t.s.con().get("t-python-seen").unwrap();
+    assert_eq!(seen, None);
+    assert!(t.runs().is_empty());
     t.stop(w);
 }
 

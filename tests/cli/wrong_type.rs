@@ -226,7 +226,16 @@ fn calls() -> Vec<Call> {
             )
         },
         Call {
-            order: vec![TIMELINE.0, STATUSES.0, CONTROL.0, LEASES.0, DUE.0, PAUSED.0],
+            // The Python peer key is only read (MGET takes any type).
+            order: vec![
+                TIMELINE.0,
+                STATUSES.0,
+                CONTROL.0,
+                LEASES.0,
+                DUE.0,
+                PAUSED.0,
+                "t-python-seen",
+            ],
             tolerant: vec![DUE],
             ..call(
                 "dispatch",

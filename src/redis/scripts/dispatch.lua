@@ -4,25 +4,30 @@
 -- Also returns the earliest recovery time of the running index, so recovery costs
 -- nothing while no worker has vanished, and Redis's clock (TIME) to compare it with.
 -- Also carries the dispatcher's heartbeat when one is due (see registry.rs), so that
--- registering costs an idle dispatcher no round trip of its own.
+-- registering costs an idle dispatcher no round trip of its own, and reads whether a
+-- Python peer was seen (with the control key, one MGET; see peers.rs), and the head of
+-- the timeline before and after the pass, so that the dispatcher sleeps until the next
+-- due job and can tell a job it was never told of (evidence of a Python peer).
 -- With history on, each job queued gets its due field, `SCORE:NOW` (the score it was
 -- due at and the time of the ENQ status written with it; see crate::history::due_at),
 -- unless the due key holds another type (history never costs a pass).
 -- A paused job found due (a Python worker put it back after its run) leaves the
 -- timeline without being queued, with status PAU.
--- KEYS: timeline, statuses, control, leases, due, paused[, procs, this dispatcher's
---       description key]
+-- KEYS: timeline, statuses, control, leases, due, paused, python-seen[, procs, this
+--       dispatcher's description key]
 -- ARGV: prefix, point in time, limit, now, history ("1" = write the due fields)[,
 --       process id, description (JSON), ttl]
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
--- second, so a run placed while it ran is not lost (0.13.1 drops it); a job already in
--- its queue leaves the timeline (it is in one place only).
+-- second, so a run placed while it ran is not lost (0.13.1 drops it), announced on the
+-- timeline's wake channel so that other dispatchers know it; a job already in its queue
+-- leaves the timeline (it is in one place only).
 -- Returns {taken, enqueued, deferred (running, or its queue's keys of another type),
 -- halted 0/1, earliest recovery or false, deferred for their queue's keys' types,
 -- Redis's clock (seconds, as a string: an integer reply would cut it; "0" when the
 -- running index is empty), heartbeat: 1
 -- written, 0 none asked, -1 refused (procs holds another type: the pass goes on),
--- paused jobs dropped}
+-- paused jobs dropped, python-seen's value or false, the timeline's first score when
+-- the pass began or false, its first score when the pass ended or false}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
 -- An idle pass only reads (the control key, the heads of the running index and of the
@@ -33,7 +38,9 @@ local function failed(reply)
   return type(reply) == "table" and reply.err ~= nil
 end
 local seen = {}
-local control = redis.pcall("GET", KEYS[3])
+-- MGET: a control key of another type reads as no HALT here (and is refused before
+-- the first write, below).
+local control = redis.pcall("MGET", KEYS[3], KEYS[7])
 local head = redis.pcall("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
 local first = redis.pcall("ZRANGE", timeline, 0, 0, "WITHSCORES")
 if failed(control) or failed(head) or failed(first) then
@@ -48,7 +55,8 @@ if failed(control) or failed(head) or failed(first) then
     end
   end
 end
-local halted = control == "HALT" and 1 or 0
+local halted = control[1] == "HALT" and 1 or 0
+local python = control[2]
 local lease = head[2] or false
 -- Redis's clock, only needed to compare the earliest recovery instant with.
 local clock = lease and string.format("%.6f", redis_time()) or "0"
@@ -56,15 +64,16 @@ local clock = lease and string.format("%.6f", redis_time()) or "0"
 -- written), then the description.
 local beat = 0
 if ARGV[6] then
-  if bad_number(ARGV[8], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[7], ARGV[6])) then
+  if bad_number(ARGV[8], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[8], ARGV[6])) then
     beat = -1
   else
-    redis.call("SET", KEYS[8], ARGV[7], "EX", ARGV[8])
+    redis.call("SET", KEYS[9], ARGV[7], "EX", ARGV[8])
     beat = 1
   end
 end
+local head = first[2] or false
 if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease, 0, clock, beat, 0}
+  return {0, 0, 0, halted, lease, 0, clock, beat, 0, python, head, head}
 end
 -- Due jobs: from here on the pass writes, so every key it touches is checked first.
 local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset",
@@ -152,4 +161,9 @@ for _, q in ipairs(order) do
     enqueued = enqueued + #push
   end
 end
-return {#due, enqueued, deferred, halted, lease, odd, clock, beat, paused}
+if deferred > 0 then
+  redis.call("PUBLISH", prefix .. "-wake-timeline", retry)
+end
+local after = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
+return {#due, enqueued, deferred, halted, lease, odd, clock, beat, paused, python, head,
+  after[2] or false}
