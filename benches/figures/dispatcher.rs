@@ -270,8 +270,9 @@ pub fn latency(ctx: &Ctx) -> Result<Vec<Measurement>> {
     samples.sort_by(f64::total_cmp);
     let how = |p: &str| {
         format!(
-            "{p} of {} jobs ZADDed (no wake-up) for the next whole second S; time from S.000 \
-             until BRPOP on its queue returns it (min {:.2} ms, max {:.2} ms)",
+            "{p} of {} jobs ZADDed for the next whole second S and announced on the \
+             timeline's wake channel (as `redbike set` does) to a quiet dispatcher; time \
+             from S.000 until BRPOP on its queue returns it (min {:.2} ms, max {:.2} ms)",
             samples.len(),
             samples.first().copied().unwrap_or(f64::NAN),
             samples.last().copied().unwrap_or(f64::NAN)
@@ -303,7 +304,9 @@ fn unix_now() -> f64 {
 }
 
 /// One job due at the next whole second (or the one after, when that is too close to
-/// ZADD safely before it); returns its lateness in milliseconds.
+/// ZADD safely before it), announced as `redbike set` announces it (the quiet
+/// dispatcher sleeps until the instant it is told of); returns its lateness in
+/// milliseconds.
 fn latency_sample(con: &mut redis::Connection, i: usize) -> Result<f64> {
     let now = unix_now();
     let mut due = now.floor() + 1.0;
@@ -315,6 +318,8 @@ fn latency_sample(con: &mut redis::Connection, i: usize) -> Result<f64> {
         .zadd("blat-timeline", &job, due as i64)
         .ignore()
         .hset("blat-schedules", &job, "STOP")
+        .ignore()
+        .publish("blat-wake-timeline", due as i64)
         .ignore()
         .exec(con)?;
     let popped: Option<(String, String)> = redis::cmd("BRPOP")
