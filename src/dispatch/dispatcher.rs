@@ -78,7 +78,8 @@ pub struct Pass {
     pub python_seen: Option<String>,
     /// The earliest due instant on the timeline when the pass began.
     pub head: Option<i64>,
-    /// The earliest due instant on the timeline when the pass ended.
+    /// The earliest due instant on the timeline when the pass ended (the second that
+    /// takes it).
     pub next: Option<i64>,
 }
 
@@ -158,7 +159,9 @@ pub fn pass_with(
         if std::mem::take(&mut first) {
             total.head = head.map(|t| t as i64);
         }
-        total.next = next.map(|t| t as i64);
+        // A pass at second S takes the jobs due by S: one due at S + 0.5 (a score written
+        // by hand) is taken at S + 1.
+        total.next = next.map(|t| t.ceil() as i64);
         if taken < BATCH {
             return Ok(total);
         }
