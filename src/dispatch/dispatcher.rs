@@ -304,7 +304,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         }
         // Sleep until the next pass is due, or until woken.
         while !shutdown.requested() && !ahead.now {
-            let wait = ahead.sleep(point, registration.next_due());
+            let wait = ahead.sleep(point, registration.next_due(), recovery.sweep_due());
             if wait.is_zero() {
                 break;
             }
@@ -422,15 +422,16 @@ impl Ahead {
 
     /// How long to sleep after the pass at `point`: until the next second while Python
     /// peers are seen (or wake-ups do not arrive), else until the earliest of the next
-    /// due job, the earliest recovery instant, the next heartbeat (`beat`) and
-    /// [`QUIET_POLL`] after the last pass.
-    fn sleep(&self, point: i64, beat: Instant) -> Duration {
+    /// due job, the earliest recovery instant, the next heartbeat (`beat`), the next
+    /// sweep call (`sweep`, see [`Recovery::sweep_due`]) and [`QUIET_POLL`] after the
+    /// last pass.
+    fn sleep(&self, point: i64, beat: Instant, sweep: Option<Instant>) -> Duration {
         if self.peers.fast() {
             return until_second(timestamp::now() + 1);
         }
         let now = Instant::now();
         let mut until = (self.last + QUIET_POLL).min(beat);
-        if let Some(at) = self.recovery {
+        for at in [self.recovery, sweep].into_iter().flatten() {
             until = until.min(at);
         }
         let mut wait = until.saturating_duration_since(now);

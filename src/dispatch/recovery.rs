@@ -179,6 +179,20 @@ impl Recovery {
         self.suspects.clear();
     }
 
+    /// When the next sweep call is owed, while the sweep walks faster than its least
+    /// pace (many schedules): an idle dispatcher that would sleep longer ticks then. At
+    /// the least pace the calls ride the passes it makes anyway (see
+    /// [`crate::redis::peers`]), at most one every 10 s.
+    pub fn sweep_due(&self) -> Option<Instant> {
+        let rate = self.pace.per_second(self.schedules);
+        if rate <= self.pace.least as f64 {
+            return None;
+        }
+        let left = (self.pace.call as f64 - self.owed).max(0.0);
+        let due = self.accrued + Duration::from_secs_f64(left / rate);
+        Some(due.max(self.quiet_until))
+    }
+
     /// Does what is due: recover stale index entries (`earliest` is the earliest
     /// recovery instant in the index, `redis_now` Redis's clock) and the sweep calls
     /// owed since the last tick (ticks about once a second spread them evenly);
