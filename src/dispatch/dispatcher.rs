@@ -308,9 +308,15 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             if wait.is_zero() {
                 break;
             }
+            let planned = Instant::now() + wait;
             match wake_rx.recv_timeout(wait) {
                 Ok(w) => ahead.heard(w),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                    // Woken far too late (the process was stopped or starved): wake-ups
+                    // may still wait unread in the listener's socket.
+                    ahead.fresh |= Instant::now() > planned + OVERSLEPT;
+                    break;
+                }
             }
         }
         ahead.now = false;
@@ -320,6 +326,9 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     registration.deregister(link.current());
     Ok(())
 }
+
+/// How much later than planned a sleep may end before the next pass counts no evidence.
+const OVERSLEPT: Duration = Duration::from_secs(1);
 
 /// What the loop hears while it sleeps.
 enum Wake {
