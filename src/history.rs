@@ -7,14 +7,15 @@
 //! | `P-recent-runs` | list | every job's last [`RECENT_RUNS`] entries, newest first |
 //! | `P-recent-failures` | list | the last [`RECENT_FAILURES`] entries that are failures |
 //! | `P-runs-per-minute` | hash | minute (unix seconds / 60) -> entries the workers recorded, the last few minutes only |
-//! | `P-due` | hash | job id -> `DUE:ENQUEUED`, the timeline score a dispatcher moved the job into its queue at, and when |
+//! | `P-due` | hash | job id -> `DUE:ENQUEUED`, the timeline score a dispatcher moved the job into its queue at, and when, for a job queued in a later second than it was due |
 //!
-//! Entries are JSON objects ([`Entry`]) made and read here with serde_json; the Lua
+//! Entries are JSON objects made and read here with serde_json, stored short
+//! ([`Stored`]: one-letter keys, nothing empty, no queue) and read as [`Entry`]; the Lua
 //! scripts only store and trim them, inside the round trips the worker and the
 //! dispatcher make anyway (finish.lua, recover.lua, skip.lua). `history-limit = 0`
 //! turns all of it off: nothing is written.
 
-use std::io::Write;
+use std::{borrow::Cow, io::Write};
 
 use serde::{Deserialize, Serialize};
 
@@ -159,6 +160,102 @@ pub struct Entry {
     pub tail: String,
 }
 
+/// An entry as stored in Redis: [`Entry`] with one-letter keys, without its queue (its
+/// job id says it) and without what is unknown or empty (`by` is left out for a
+/// worker), so that each run sends, stores and copies fewer bytes. Borrowed where it
+/// can be: a worker makes one per run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stored<'a> {
+    /// [`Entry::job`].
+    #[serde(rename = "j", borrow)]
+    pub job: Cow<'a, str>,
+    /// [`Entry::outcome`].
+    #[serde(rename = "o")]
+    pub outcome: Outcome,
+    /// [`Entry::due`].
+    #[serde(rename = "d", default, skip_serializing_if = "Option::is_none")]
+    pub due: Option<i64>,
+    /// [`Entry::start`].
+    #[serde(rename = "s", default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<f64>,
+    /// [`Entry::end`].
+    #[serde(rename = "e")]
+    pub end: f64,
+    /// [`Entry::duration`].
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<f64>,
+    /// [`Entry::late`].
+    #[serde(rename = "l", default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<f64>,
+    /// [`Entry::exit`].
+    #[serde(rename = "x", default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// [`Entry::signal`].
+    #[serde(rename = "g", default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// [`Entry::host`].
+    #[serde(rename = "h", borrow, default, skip_serializing_if = "str::is_empty")]
+    pub host: Cow<'a, str>,
+    /// [`Entry::pid`].
+    #[serde(rename = "p", default)]
+    pub pid: u32,
+    /// [`Entry::by`]; left out: [`WORKER`].
+    #[serde(
+        rename = "b",
+        borrow,
+        default = "worker",
+        skip_serializing_if = "is_worker"
+    )]
+    pub by: Cow<'a, str>,
+    /// [`Entry::detail`].
+    #[serde(rename = "w", borrow, default, skip_serializing_if = "str::is_empty")]
+    pub detail: Cow<'a, str>,
+    /// [`Entry::tail`].
+    #[serde(rename = "t", borrow, default, skip_serializing_if = "str::is_empty")]
+    pub tail: Cow<'a, str>,
+}
+
+/// Who writes the entries of runs.
+pub const WORKER: &str = "worker";
+
+fn worker() -> Cow<'static, str> {
+    Cow::Borrowed(WORKER)
+}
+
+fn is_worker(by: &str) -> bool {
+    by == WORKER
+}
+
+impl Stored<'_> {
+    /// The entry as stored.
+    pub fn to_json(&self) -> String {
+        // Strings, numbers and options always serialize.
+        serde_json::to_string(self).expect("Stored serializes")
+    }
+}
+
+impl From<Stored<'_>> for Entry {
+    fn from(s: Stored<'_>) -> Entry {
+        Entry {
+            queue: crate::jobid::queue_of(&s.job).to_string(),
+            job: s.job.into_owned(),
+            outcome: s.outcome,
+            due: s.due,
+            start: s.start,
+            end: s.end,
+            duration: s.duration,
+            late: s.late,
+            exit: s.exit,
+            signal: s.signal,
+            host: s.host.into_owned(),
+            pid: s.pid,
+            by: s.by.into_owned(),
+            detail: s.detail.into_owned(),
+            tail: s.tail.into_owned(),
+        }
+    }
+}
+
 /// The CSV header row of `redbike history`.
 pub const CSV_HEADER: [&str; 15] = [
     "job", "queue", "outcome", "due", "start", "end", "duration", "late", "exit", "signal", "host",
@@ -200,10 +297,25 @@ impl Entry {
         }
     }
 
-    /// The entry as stored.
+    /// The entry as stored ([`Stored`]).
     pub fn to_json(&self) -> String {
-        // A struct of strings, numbers and options always serializes.
-        serde_json::to_string(self).expect("Entry serializes")
+        Stored {
+            job: Cow::Borrowed(&self.job),
+            outcome: self.outcome,
+            due: self.due,
+            start: self.start,
+            end: self.end,
+            duration: self.duration,
+            late: self.late,
+            exit: self.exit,
+            signal: self.signal,
+            host: Cow::Borrowed(&self.host),
+            pid: self.pid,
+            by: Cow::Borrowed(&self.by),
+            detail: Cow::Borrowed(&self.detail),
+            tail: Cow::Borrowed(&self.tail),
+        }
+        .to_json()
     }
 
     /// The CSV row, in the order of [`CSV_HEADER`].
@@ -277,9 +389,9 @@ pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
     let entries: Vec<Entry> = raw
         .into_iter()
         .filter_map(|r| {
-            let e = serde_json::from_slice::<Entry>(&r).ok();
+            let e = serde_json::from_slice::<Stored>(&r).ok();
             bad += usize::from(e.is_none());
-            e
+            e.map(Entry::from)
         })
         .collect();
     if bad > 0 {
@@ -419,12 +531,22 @@ mod tests {
         e.exit = Some(3);
         e.tail = "a\nb".into();
         assert_eq!(e.end, 100.123);
-        let back: Entry = serde_json::from_str(&e.to_json()).unwrap();
-        assert_eq!(back, e);
-        let short: Entry =
-            serde_json::from_str(r#"{"job":"x","queue":"x","outcome":"ok","end":5,"new":1}"#)
-                .unwrap();
-        assert_eq!((short.due, short.tail.as_str()), (None, ""));
+        let stored = e.to_json();
+        let back = parse_entries(vec![stored.clone().into()], "k");
+        assert_eq!(back, [e.clone()]);
+        // Short keys; nothing unknown or empty, no queue, no `by` for a worker.
+        let (host, pid) = origin();
+        assert_eq!(
+            stored,
+            format!(
+                r#"{{"j":"j:A","o":"failed","e":100.123,"x":3,"h":"{host}","p":{pid},"t":"a\nb"}}"#
+            )
+        );
+        e.by = "dispatcher".into();
+        assert!(e.to_json().contains(r#""b":"dispatcher""#));
+        let short = parse_entries(vec![br#"{"j":"x","o":"ok","e":5,"new":1}"#.to_vec()], "k");
+        assert_eq!((short[0].due, short[0].by.as_str()), (None, WORKER));
+        assert_eq!(short[0].queue, "x");
     }
 
     #[test]

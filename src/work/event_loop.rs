@@ -1288,10 +1288,12 @@ impl Loop {
 
 /// The history entry of a run and its kind for finish.lua (`f` failure, else empty).
 /// Made from the run alone (not the time of the write), so an outcome written again
-/// makes the same entry, which finish.lua then recognises.
+/// makes the same entry, which finish.lua then recognises. Borrowed from the run: a
+/// worker of short jobs makes many.
 fn run_entry(f: &crate::work::pool::Ended, d: &crate::policy::Decision) -> (String, &'static str) {
-    use crate::history::{millis, Entry, Outcome as H};
+    use crate::history::{millis, origin, Outcome as H, Stored, WORKER};
     use crate::policy::Mode;
+    use std::borrow::Cow;
     let outcome = match (&f.end, d.mode) {
         (_, Mode::Unset) => H::Unset,
         (_, Mode::Bad) => H::Bad,
@@ -1306,20 +1308,29 @@ fn run_entry(f: &crate::work::pool::Ended, d: &crate::policy::Decision) -> (Stri
         (End::Outcome(Outcome::Success { backoff: None }), _) => H::Ok,
     };
     let (start, end) = f.span;
-    let mut e = Entry::new(&f.job.id, outcome, end, "worker");
-    e.start = Some(millis(start));
-    e.duration = Some(millis(f.ran.as_secs_f64()));
-    e.due = f.job.due;
-    e.late = f.job.due.map(|due| millis(start - due as f64));
-    e.exit = f.details.exit;
-    e.signal = f.details.signal;
-    e.tail = f.details.tail.clone();
-    e.detail = match &f.end {
-        End::Outcome(Outcome::Failed(why)) => why.clone(),
-        End::Outcome(Outcome::Success { backoff: Some(n) }) => format!("backoff {n}s"),
+    let (host, pid) = origin();
+    let detail = match &f.end {
+        End::Outcome(Outcome::Failed(why)) => Cow::Borrowed(why.as_str()),
+        End::Outcome(Outcome::Success { backoff: Some(n) }) => format!("backoff {n}s").into(),
         _ if outcome == H::Bad => "its schedule cannot be read".into(),
-        _ => String::new(),
+        _ => "".into(),
+    };
+    let entry = Stored {
+        job: Cow::Borrowed(&f.job.id),
+        outcome,
+        due: f.job.due,
+        start: Some(millis(start)),
+        end: millis(end),
+        duration: Some(millis(f.ran.as_secs_f64())),
+        late: f.job.due.map(|due| millis(start - due as f64)),
+        exit: f.details.exit,
+        signal: f.details.signal,
+        host: Cow::Borrowed(host),
+        pid: *pid,
+        by: Cow::Borrowed(WORKER),
+        detail,
+        tail: Cow::Borrowed(&f.details.tail),
     };
     let kind = if outcome.is_failure() { "f" } else { "" };
-    (e.to_json(), kind)
+    (entry.to_json(), kind)
 }
