@@ -84,7 +84,8 @@ pub struct Pass {
 }
 
 /// Moves every job due at or before `point` into its queue, in batches; with
-/// `history`, notes the instant each was due (`P-due`, see [`crate::history`]).
+/// `history`, notes the instant each queued late was due (`P-due`, see
+/// [`crate::history`]).
 pub fn pass(store: &mut Store<'_>, point: i64, history: bool) -> redis::RedisResult<Pass> {
     pass_with(store, point, history, None)
 }

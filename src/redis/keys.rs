@@ -18,7 +18,7 @@
 //! | `P-recent-runs` | list | every job's recent history entries (new here) |
 //! | `P-recent-failures` | list | recent history entries that are failures (new here) |
 //! | `P-runs-per-minute` | hash | minute -> runs recorded then, the last few minutes (new here) |
-//! | `P-due` | hash | job id -> `DUE:ENQUEUED`: the score a dispatcher queued it at (new here) |
+//! | `P-due` | hash | job id -> `DUE:ENQUEUED`: the score a dispatcher queued it at, when it queued it late (new here) |
 //! | `P-paused` | hash | paused job id -> JSON `{"since":unix,"note":text}` (new here, `pause`) |
 //! | `P-paused-queues` | hash | paused queue -> the same JSON (new here, `pause --queue`) |
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |

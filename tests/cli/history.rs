@@ -254,6 +254,41 @@ fn a_catch_up_skip_is_an_entry() {
         .starts_with("next run at "));
 }
 
+/// A dispatcher notes when a job was due only if it queues the job in a later second
+/// than that (otherwise its ENQ status says the same), and drops an older note of a
+/// job it queues on time, so that its run cannot take that note for its own.
+#[test]
+fn due_notes_only_for_jobs_queued_late() {
+    let s = RedisServer::start();
+    let mut con = s.con();
+    let now = now();
+    let _: () = con.zadd("t-timeline", "late:A", now - 100).unwrap();
+    let _: () = con.zadd("t-timeline", "ontime:A", now).unwrap();
+    let _: () = con.hset("t-due", "ontime:A", "1:2").unwrap();
+    let _: redis::Value = redbike::redis::scripts::DISPATCH
+        .key("t-timeline")
+        .key("t-statuses")
+        .key("t-control")
+        .key("t-leases")
+        .key("t-due")
+        .key("t-paused")
+        .key("t-python-seen")
+        .arg("t")
+        .arg(now)
+        .arg(10)
+        .arg(now)
+        .arg("1")
+        .invoke(&mut con)
+        .unwrap();
+    let queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
+    assert_eq!(queued.len(), 2, "{queued:?}");
+    let notes: std::collections::HashMap<String, String> = con.hgetall("t-due").unwrap();
+    assert_eq!(
+        notes,
+        [("late:A".to_string(), format!("{}:{now}", now - 100))].into()
+    );
+}
+
 /// The keys history writes; with history off, none may exist.
 const HISTORY_KEYS: &[&str] = &[
     "t-recent-runs",

@@ -10,8 +10,8 @@
 -- Consecutive positions of the cycle on one queue are one pop; in a batch of
 -- BATCH_FROM jobs or more, only the lease is a call of its own per job.
 -- With history on, each job's status before this claim and its due field are read
--- too (see crate::history::due_at: when the run was due); a due key of another type is
--- not read, as history never costs a claim.
+-- too (see crate::history::due_at: when the run was due); a due key that is not a hash
+-- (missing, or of another type) is not read, as history never costs a claim.
 -- KEYS: statuses, schedules, leases, fencing, due, paused, paused-queues, rerun, then
 --       per distinct queue ("pair"): its list, its members set, and the lease key of
 --       the job named as the queue (a job id without ':'), which is checked, with all
@@ -66,7 +66,8 @@ if bad then
 end
 local clock = redis_time()
 local recover_at = clock + tonumber(ARGV[5])
-local read_due = history and not wrong_type({due_key, "hash"})
+-- Nothing to read while no dispatcher wrote a due field (the key is missing).
+local read_due = history and redis.call("TYPE", due_key)["ok"] == "hash"
 -- Paused queues claim nothing (one call for all of them); paused jobs are looked up
 -- only while some job is paused.
 local names = {}

@@ -8,8 +8,10 @@
 -- Python peer was seen (with the control key, one MGET; see peers.rs), and the head of
 -- the timeline before and after the pass, so that the dispatcher sleeps until the next
 -- due job and can tell a job it was never told of (evidence of a Python peer).
--- With history on, each job queued gets its due field, `SCORE:NOW` (the score it was
--- due at and the time of the ENQ status written with it; see crate::history::due_at),
+-- With history on, each job queued in another second than the one it was due in gets
+-- its due field, `SCORE:NOW` (the score it was due at and the time of the ENQ status
+-- written with it; see crate::history::due_at); for the others the ENQ status says
+-- the same, and an older field of theirs goes (so that a run never takes another's),
 -- unless the due key holds another type (history never costs a pass).
 -- A paused job found due (a Python worker put it back after its run) leaves the
 -- timeline without being queued, with status PAU.
@@ -88,7 +90,8 @@ for i = 1, #with_scores, 2 do
   due[#due + 1] = with_scores[i]
   score[with_scores[i]] = with_scores[i + 1]
 end
-local write_due = ARGV[5] == "1" and not wrong_type({KEYS[5], "hash"})
+local due_type = ARGV[5] == "1" and redis.call("TYPE", KEYS[5])["ok"]
+local write_due, drop_due = due_type == "hash" or due_type == "none", due_type == "hash"
 redis.call("ZREM", timeline, unpack(due))
 -- Paused jobs are looked up only while some job is paused.
 local runnable, paused = due, 0
@@ -134,7 +137,7 @@ for _, q in ipairs(order) do
   local odd_queue = wrong_type({queue, "list", members, "set"})
   local queued = odd_queue and {} or redis.call("SMISMEMBER", members, unpack(jobs))
   local leased = odd_queue and {} or redis.call("MGET", unpack(leases))
-  local push, st, dues = {}, {}, {}
+  local push, st, dues, stale = {}, {}, {}, {}
   for i, jobid in ipairs(jobs) do
     if odd_queue or leased[i] then
       redis.call("ZADD", timeline, retry, jobid)
@@ -144,9 +147,11 @@ for _, q in ipairs(order) do
       push[#push + 1] = jobid
       st[#st + 1] = jobid
       st[#st + 1] = "ENQ:" .. now
-      if write_due then
+      if write_due and math.floor(tonumber(score[jobid])) ~= tonumber(now) then
         dues[#dues + 1] = jobid
         dues[#dues + 1] = score[jobid] .. ":" .. now
+      elseif drop_due then
+        stale[#stale + 1] = jobid
       end
     end
   end
@@ -154,8 +159,11 @@ for _, q in ipairs(order) do
     redis.call("LPUSH", queue, unpack(push))
     redis.call("SADD", members, unpack(push))
     redis.call("HSET", statuses, unpack(st))
-    if write_due then
+    if #dues > 0 then
       redis.call("HSET", KEYS[5], unpack(dues))
+    end
+    if #stale > 0 then
+      redis.call("HDEL", KEYS[5], unpack(stale))
     end
     redis.call("PUBLISH", prefix .. "-wake-" .. q, #push)
     enqueued = enqueued + #push
