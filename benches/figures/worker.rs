@@ -163,6 +163,9 @@ pub(super) struct InprocRun {
     pub(super) evalsha: u64,
     /// Seconds Redis spent in those scripts (INFO commandstats).
     pub(super) script_secs: f64,
+    /// Calls per command Redis ran meanwhile, those the scripts ran included (INFO
+    /// commandstats; the CONFIG RESETSTAT before the run counts once).
+    pub(super) calls: std::collections::BTreeMap<String, u64>,
 }
 
 /// What the jobs of an in-process run do.
@@ -343,6 +346,7 @@ fn inproc_run_with(
         redis_cpu,
         evalsha: stats.get("evalsha").map_or(0, |s| s.calls),
         script_secs: stats.get("evalsha").map_or(0.0, |s| s.usec as f64 / 1e6),
+        calls: stats.into_iter().map(|(name, s)| (name, s.calls)).collect(),
     })
 }
 
@@ -388,62 +392,118 @@ pub fn noop(ctx: &Ctx) -> Result<Vec<Measurement>> {
 /// Pairs of runs of [`history`], history on then off.
 const HISTORY_PAIRS: usize = 5;
 
+/// What [`history`] keeps of its runs with the history on or off: one sample per run
+/// of each figure per job, and the commands per job of the last run.
+#[derive(Default)]
+struct HistorySide {
+    /// Jobs a second.
+    rates: Vec<f64>,
+    /// CPU µs per job: the worker (this process), redis-server.
+    worker_us: Vec<f64>,
+    redis_us: Vec<f64>,
+    /// µs per job Redis spent in scripts (INFO commandstats).
+    script_us: Vec<f64>,
+    /// Commands per job, those the scripts ran included.
+    commands: Vec<f64>,
+    /// The last run's calls per command.
+    calls: std::collections::BTreeMap<String, u64>,
+}
+
+impl HistorySide {
+    fn add(&mut self, r: InprocRun, n: f64) {
+        self.rates.push(n / r.secs);
+        self.worker_us.push(1e6 * r.cpu / n);
+        self.redis_us.push(1e6 * r.redis_cpu / n);
+        self.script_us.push(1e6 * r.script_secs / n);
+        self.commands
+            .push(r.calls.values().sum::<u64>().saturating_sub(1) as f64 / n);
+        self.calls = r.calls;
+    }
+
+    /// The last run's commands per job, most called first (`lpush 1.00, ...`), those
+    /// below one per hundred jobs left out.
+    fn per_job(&self, n: f64) -> String {
+        let mut calls: Vec<(&String, &u64)> = self
+            .calls
+            .iter()
+            .filter(|(name, c)| name.as_str() != "config|resetstat" && **c as f64 / n >= 0.01)
+            .collect();
+        calls.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let parts: Vec<String> = calls
+            .iter()
+            .map(|(name, c)| format!("{name} {:.2}", **c as f64 / n))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// The median of `v` (not empty).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// `work_noop_history_ratio`: the -j 1 no-op drain of [`noop`] with the run history on
 /// (the default limit, 20 per job) and off (`history-limit = 0`), alternating in one
-/// session so that both see the same load; the ratio of the medians.
+/// session so that both see the same load; the ratio of the medians. The CPU, script
+/// time and commands per job, steadier than the rates on a loaded machine, go beside it.
 pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let _quiet = QuietLog::new();
     let n = ctx.n as f64;
-    let (mut on, mut off) = (Vec::new(), Vec::new());
-    // CPU µs per job of the worker and of redis-server: steadier than the rates on a
-    // loaded machine.
-    let (mut cpu_on, mut cpu_off) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    let (mut on, mut off) = (HistorySide::default(), HistorySide::default());
+    let load_before = super::scale::load_average();
     for _ in 0..HISTORY_PAIRS {
         let limit = redbike::history::DEFAULT_LIMIT;
-        for (limit, rates, cpu) in [(limit, &mut on, &mut cpu_on), (0, &mut off, &mut cpu_off)] {
-            let r = inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, Start::Queued, limit)?;
-            rates.push(n / r.secs);
-            cpu.0.push(1e6 * r.cpu / n);
-            cpu.1.push(1e6 * r.redis_cpu / n);
+        for (limit, side) in [(limit, &mut on), (0, &mut off)] {
+            side.add(
+                inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, Start::Queued, limit)?,
+                n,
+            );
         }
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let cpu = format!(
-        "median CPU per job, worker / redis-server: on {:.1} / {:.1} µs, off {:.1} / {:.1} µs",
-        median(&mut cpu_on.0),
-        median(&mut cpu_on.1),
-        median(&mut cpu_off.0),
-        median(&mut cpu_off.1)
-    );
     let list = |v: &[f64]| {
         v.iter()
             .map(|r| format!("{r:.0}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let pair = |f: fn(&HistorySide) -> &Vec<f64>, digits: usize| {
+        format!("{:.digits$} / {:.digits$}", median(f(&on)), median(f(&off)))
+    };
     let how = format!(
         "in-process FnWorker at -j 1 draining {} queued NOW jobs, {HISTORY_PAIRS} pairs \
-         alternating history on (limit 20) and off (limit 0); jobs/s on: {}; off: {}; {cpu}",
+         alternating history on (limit 20) and off (limit 0); jobs/s on: {}; off: {}; \
+         median per job, on / off: CPU of the worker {} µs, of redis-server {} µs (the \
+         CPU ratio off/on of both, a steadier figure than the rates: {:.2}), Redis script \
+         time {} µs, Redis commands {}; commands per job of the last run on: {}; off: {}; \
+         load average before {load_before}, after {}",
         ctx.n,
-        list(&on),
-        list(&off)
+        list(&on.rates),
+        list(&off.rates),
+        pair(|s| &s.worker_us, 1),
+        pair(|s| &s.redis_us, 1),
+        (median(&off.worker_us) + median(&off.redis_us))
+            / (median(&on.worker_us) + median(&on.redis_us)),
+        pair(|s| &s.script_us, 2),
+        pair(|s| &s.commands, 2),
+        on.per_job(n),
+        off.per_job(n),
+        super::scale::load_average(),
     );
-    let (on_median, off_median) = (median(&mut on), median(&mut off));
+    let (on_median, off_median) = (median(&on.rates), median(&off.rates));
     Ok(vec![
         Measurement::new(
             "work_noop_history_on_per_s",
             on_median,
             "jobs/s",
-            how.clone(),
+            "history on: see work_noop_history_ratio".into(),
         ),
         Measurement::new(
             "work_noop_history_off_per_s",
             off_median,
             "jobs/s",
-            how.clone(),
+            "history off: see work_noop_history_ratio".into(),
         ),
         Measurement::new(
             "work_noop_history_ratio",
