@@ -168,6 +168,11 @@ fn python_style_timeline_entries_are_found_within_the_quiet_bound_then_every_sec
     place_python_style(&s, "py1:A", now() - 3);
     assert!(wait_until(12.0, || llen(&s, "t-work-A") == 1));
     assert!(t.elapsed() > Duration::from_millis(200), "found at once?");
+    // The evidence is written after the pass that queued the job.
+    assert!(wait_until(2.0, || s
+        .con()
+        .exists::<_, bool>("t-python-seen")
+        .unwrap()));
     let seen: Option<String> = s.con().get("t-python-seen").unwrap();
     assert!(
         seen.as_deref()
