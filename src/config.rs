@@ -98,6 +98,9 @@ pub struct Config {
     /// History entries workers and dispatchers keep per job (`history-limit`; 0: no
     /// history is written, see [`crate::history`]).
     pub history_limit: u64,
+    /// History entries a busy worker may leave unfiled before it files them on its own
+    /// round trips (`history-backlog`, see [`crate::history`]).
+    pub history_backlog: u64,
     /// The shards the prefix is split into (`shards`, see [`crate::shard`]); 1 is the
     /// unsplit layout the Python original shares.
     pub shards: u32,
@@ -163,6 +166,7 @@ struct RedbikeTable {
     heartbeat_ttl: Option<u64>,
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
+    history_backlog: Option<u64>,
     shards: Option<u64>,
     python_peers: Option<PythonPeers>,
 }
@@ -331,6 +335,11 @@ impl Config {
             limits::HISTORY_LIMIT,
             t.history_limit.unwrap_or(crate::history::DEFAULT_LIMIT),
         )?;
+        let history_backlog = in_range(
+            "redbike.history-backlog",
+            limits::HISTORY_BACKLOG,
+            t.history_backlog.unwrap_or(crate::history::DEFAULT_BACKLOG),
+        )?;
         if let Some(n) = file.redis.wait_replicas {
             in_range("redbike-redis.wait-replicas", limits::WAIT_REPLICAS, n)?;
         }
@@ -394,6 +403,7 @@ impl Config {
             heartbeat_ttl,
             overdue_after,
             history_limit,
+            history_backlog,
             shards,
             python_peers: t.python_peers.unwrap_or_default(),
             source,
@@ -447,6 +457,7 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "grace-period" => limits::GRACE,
         "fence-after" => limits::FENCE_AFTER,
         "history-limit" => limits::HISTORY_LIMIT,
+        "history-backlog" => limits::HISTORY_BACKLOG,
         "failure-delay" => limits::FAILURE_DELAY,
         "heartbeat-ttl" => limits::HEARTBEAT_TTL,
         "overdue-after" => limits::OVERDUE_AFTER,

@@ -4,6 +4,7 @@
 //! | key | type | holds |
 //! | --- | --- | --- |
 //! | `P-history-JOBID` | list | the job's last `history-limit` entries, newest first |
+//! | `P-unfiled-runs` | list | workers' entries not yet filed into their jobs' lists, newest first |
 //! | `P-recent-runs` | list | every job's last [`RECENT_RUNS`] entries, newest first |
 //! | `P-recent-failures` | list | the last [`RECENT_FAILURES`] entries that are failures |
 //! | `P-runs-per-minute` | hash | minute (unix seconds / 60) -> entries the workers recorded, the last few minutes only |
@@ -14,6 +15,13 @@
 //! scripts only store and trim them, inside the round trips the worker and the
 //! dispatcher make anyway (finish.lua, recover.lua, skip.lua). `history-limit = 0`
 //! turns all of it off: nothing is written.
+//!
+//! A worker's entries go to `P-unfiled-runs`, in the same call as their outcomes; the
+//! worker files them into their jobs' lists later (file_history.lua, see
+//! `work/filing.rs`): when it is idle, or on its own round trips once more than
+//! `history-backlog` wait. A new key per job is most of what history costs Redis, so a
+//! burst of runs is not slowed by it. Readers of a job's entries read the unfiled ones
+//! too ([`job_entries`]); a dispatcher's rare entries go to the job's list at once.
 
 use std::{borrow::Cow, io::Write};
 
@@ -26,6 +34,10 @@ use crate::{
 
 /// Entries kept per job unless `history-limit` says otherwise.
 pub const DEFAULT_LIMIT: u64 = 20;
+/// Entries a busy worker leaves unfiled unless `history-backlog` says otherwise: a
+/// burst of this many runs costs Redis no history key (about 16 MB of entries at
+/// most, and what `history JOBID` reads through in 100 calls).
+pub const DEFAULT_BACKLOG: u64 = 100_000;
 /// Entries kept in `P-recent-runs`, whatever the job.
 pub const RECENT_RUNS: u64 = 1000;
 /// Entries kept in `P-recent-failures`.
@@ -400,6 +412,38 @@ pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
     entries
 }
 
+/// How every entry of `job` begins as stored ([`Stored`] writes the job id first): the
+/// unfiled runs are searched for it without parsing the others.
+pub fn unfiled_head(job: &str) -> String {
+    // A string always serializes.
+    format!("{{\"j\":{}", serde_json::Value::from(job))
+}
+
+/// The job id of a stored entry, if it is one.
+pub fn job_of(raw: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct JobOnly {
+        #[serde(rename = "j")]
+        job: String,
+    }
+    serde_json::from_slice::<JobOnly>(raw).ok().map(|j| j.job)
+}
+
+/// A job's entries, newest first (by end), from what the unfiled runs hold of it and
+/// its list (`key`): an entry in both (filed while it was read) counts once.
+pub fn job_entries(unfiled: Vec<Vec<u8>>, listed: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
+    let mut seen = std::collections::HashSet::new();
+    let raw: Vec<Vec<u8>> = unfiled
+        .into_iter()
+        .chain(listed)
+        .filter(|r| seen.insert(r.clone()))
+        .collect();
+    let mut entries = parse_entries(raw, key);
+    // Stable: entries that ended in the same millisecond keep their order.
+    entries.sort_by(|a, b| b.end.total_cmp(&a.end));
+    entries
+}
+
 /// Writes entries as RFC 4180 CSV with the header row.
 pub fn write_csv(entries: &[Entry], out: impl Write) -> Result<()> {
     let mut w = csv::WriterBuilder::new()
@@ -429,9 +473,8 @@ pub struct JobHistory {
     pub last_success: Option<Entry>,
 }
 
-/// [`JobHistory`] from the reply of `redis::history::add_job_reads`.
-pub fn job_history(runs: Vec<Vec<u8>>, key: &str) -> JobHistory {
-    let entries = parse_entries(runs, key);
+/// [`JobHistory`] from a job's entries, newest first ([`job_entries`]).
+pub fn job_history(entries: Vec<Entry>) -> JobHistory {
     JobHistory {
         last_success: entries.iter().find(|e| e.outcome.is_success()).cloned(),
         last_runs: entries.into_iter().take(TELL_RUNS).collect(),
@@ -547,6 +590,27 @@ mod tests {
         let short = parse_entries(vec![br#"{"j":"x","o":"ok","e":5,"new":1}"#.to_vec()], "k");
         assert_eq!((short[0].due, short[0].by.as_str()), (None, WORKER));
         assert_eq!(short[0].queue, "x");
+    }
+
+    #[test]
+    fn a_jobs_unfiled_entries_are_found_by_their_head_and_merged_once() {
+        for job in ["j:A", r#"odd "id"\:A"#, "j:AB"] {
+            let stored = Entry::new(job, Outcome::Ok, 1.0, "worker").to_json();
+            assert!(stored.starts_with(&unfiled_head(job)), "{stored}");
+            assert_eq!(job_of(stored.as_bytes()).as_deref(), Some(job));
+        }
+        // Another job whose id starts with this one's is not taken for it.
+        let other = Entry::new("j:AB", Outcome::Ok, 1.0, "worker").to_json();
+        assert!(!other.starts_with(&unfiled_head("j:A")));
+        assert_eq!(job_of(b"not json"), None);
+        let at = |end: f64| {
+            Entry::new("j:A", Outcome::Ok, end, "worker")
+                .to_json()
+                .into_bytes()
+        };
+        let merged = job_entries(vec![at(3.0), at(2.0)], vec![at(2.0), at(4.0), at(1.0)], "k");
+        let ends: Vec<f64> = merged.iter().map(|e| e.end).collect();
+        assert_eq!(ends, [4.0, 3.0, 2.0, 1.0]);
     }
 
     #[test]

@@ -72,6 +72,10 @@ pub const OVERDUE_AFTER: Range = Range::new(5, YEAR, "seconds");
 /// `--history-limit`, `history-limit`: history entries kept per job (0: no history at
 /// all); each may hold a 2 KiB output tail, so 10,000 bounds a job's list near 25 MB.
 pub const HISTORY_LIMIT: Range = Range::new(0, 10_000, "entries");
+/// `history-backlog`: history entries a busy worker may leave unfiled (0: it files
+/// on every round trip); each may hold a 2 KiB output tail, and `history JOBID` reads
+/// them all, so 10,000,000 bounds them near 25 GB.
+pub const HISTORY_BACKLOG: Range = Range::new(0, 10_000_000, "entries");
 /// `history -n`: entries to print.
 pub const HISTORY_COUNT: Range = Range::new(1, 1_000_000, "");
 /// `port`: a TCP port.

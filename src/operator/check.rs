@@ -172,6 +172,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.procs.clone(), "set"),
             (k.recent_runs.clone(), "list"),
             (k.recent_failures.clone(), "list"),
+            (k.unfiled_runs.clone(), "list"),
             (k.runs_per_minute.clone(), "hash"),
             (k.due.clone(), "hash"),
             (k.paused.clone(), "hash"),

@@ -1,32 +1,48 @@
-//! Reading run history from Redis: the entries `redbike history` asks for, the job's
-//! list `tell` reads, and the recent figures of `stats`. What an entry is, and the
-//! figures made from entries, are in [`crate::history`].
+//! Run history in Redis: the entries `redbike history` asks for, a job's entries that
+//! `tell` reads, the recent figures of `stats`, and the filing of the unfiled runs into
+//! their jobs' lists. What an entry is, and the figures made from entries, are in
+//! [`crate::history`].
 
 use crate::{
     error::Result,
-    history::{parse_entries, recent_figures, Entry, Query, Recent, RECENT_RUNS},
-    redis::{keys::Keys, store::Store},
+    history::{
+        job_entries, job_of, parse_entries, recent_figures, unfiled_head, Entry, Query, Recent,
+        RECENT_RUNS,
+    },
+    redis::{keys::Keys, scripts, store::Store},
 };
 
-/// The key a query reads: the job's list, else the recent failures or runs.
-fn source<'k>(keys: &'k Keys, q: &Query) -> std::borrow::Cow<'k, str> {
-    match (&q.job, q.failures) {
-        (Some(job), _) => keys.history(job).into(),
-        (None, true) => keys.recent_failures.as_str().into(),
-        (None, false) => keys.recent_runs.as_str().into(),
-    }
-}
+/// Entries of the unfiled runs read per call.
+const PAGE: isize = 1000;
 
 /// Reads the entries a query asks for, newest first. A key of another type is an
 /// error that says so.
 pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
-    let key = source(store.keys, q).into_owned();
-    let raw: Vec<Vec<u8>> = redis::cmd("LRANGE")
-        .arg(&key)
-        .arg(0)
-        .arg(-1)
-        .query(store.con)?;
-    Ok(parse_entries(raw, &key)
+    let entries = match &q.job {
+        Some(job) => {
+            let unfiled = unfiled_of(store, job)?;
+            let key = store.keys.history(job);
+            let listed: Vec<Vec<u8>> = redis::cmd("LRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(-1)
+                .query(store.con)?;
+            job_entries(unfiled, listed, &key)
+        }
+        None => {
+            let key = match q.failures {
+                true => &store.keys.recent_failures,
+                false => &store.keys.recent_runs,
+            };
+            let raw: Vec<Vec<u8>> = redis::cmd("LRANGE")
+                .arg(key)
+                .arg(0)
+                .arg(-1)
+                .query(store.con)?;
+            parse_entries(raw, key)
+        }
+    };
+    Ok(entries
         .into_iter()
         .filter(|e| !q.failures || e.outcome.is_failure())
         .filter(|e| q.since.is_none_or(|s| e.end >= s as f64))
@@ -34,12 +50,100 @@ pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
         .collect())
 }
 
-/// Adds to `pipe` the read of [`crate::history::JobHistory`] (one reply; see
-/// [`crate::history::job_history`]): the job's whole list, bounded by `history-limit`.
-/// A success is looked for there rather than kept apart, which would cost every run
-/// one more write.
+/// The entries of `job` among the unfiled runs, newest first, read in pages. Read
+/// before the job's list: an entry filed meanwhile is then found there if not here
+/// (twice at most, which [`job_entries`] folds), and pages shifted by new entries
+/// show some twice, never skip one that was there when the read began.
+pub fn unfiled_of(store: &mut Store<'_>, job: &str) -> Result<Vec<Vec<u8>>> {
+    let head = unfiled_head(job);
+    let mut found = Vec::new();
+    let mut start = 0;
+    loop {
+        let page: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(&store.keys.unfiled_runs)
+            .arg(start)
+            .arg(start + PAGE - 1)
+            .query(store.con)?;
+        let full = page.len() == PAGE as usize;
+        found.extend(page.into_iter().filter(|e| e.starts_with(head.as_bytes())));
+        if !full {
+            return Ok(found);
+        }
+        start += PAGE;
+    }
+}
+
+/// Adds to `pipe` the read of a job's list (one reply), for [`job_entries`] with what
+/// [`unfiled_of`] read before. A success is looked for there rather than kept apart,
+/// which would cost every run one more write.
 pub fn add_job_reads(pipe: &mut redis::Pipeline, keys: &Keys, job: &str) {
     pipe.cmd("LRANGE").arg(keys.history(job)).arg(0).arg(-1);
+}
+
+/// What one call of [`file_oldest`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filed {
+    /// Entries filed into their jobs' lists, entries dropped (their jobs are gone),
+    /// and entries left unfiled.
+    Done {
+        /// Entries now in their jobs' lists.
+        filed: u64,
+        /// Entries dropped.
+        dropped: u64,
+        /// Entries still unfiled.
+        left: u64,
+    },
+    /// Another worker filed some of them first: nothing was written.
+    Moved,
+}
+
+/// Files up to `chunk` of the oldest unfiled runs into their jobs' lists, each kept to
+/// `limit` entries (file_history.lua): reads them, then files them in one call that
+/// writes nothing unless they are still the oldest.
+pub fn file_oldest(
+    con: &mut impl redis::ConnectionLike,
+    keys: &Keys,
+    limit: u64,
+    chunk: usize,
+) -> redis::RedisResult<Filed> {
+    let tail: Vec<Vec<u8>> = redis::cmd("LRANGE")
+        .arg(&keys.unfiled_runs)
+        .arg(-(chunk as isize))
+        .arg(-1)
+        .query(con)?;
+    if tail.is_empty() {
+        return Ok(Filed::Done {
+            filed: 0,
+            dropped: 0,
+            left: 0,
+        });
+    }
+    let mut inv = scripts::FILE_HISTORY.prepare_invoke();
+    inv.key(&keys.unfiled_runs).key(&keys.schedules).arg(limit);
+    // The tail ends with the oldest entry; the script takes the oldest first.
+    for entry in tail.iter().rev() {
+        let job = job_of(entry).unwrap_or_default();
+        inv.key(keys.history(&job)).arg(job).arg(entry.as_slice());
+    }
+    match inv.invoke::<redis::Value>(con)? {
+        redis::Value::Array(v) => {
+            let [filed, dropped, left]: [u64; 3] =
+                redis::from_redis_value::<Vec<u64>>(redis::Value::Array(v))?
+                    .try_into()
+                    .map_err(|_| {
+                        redis::RedisError::from((
+                            redis::ErrorKind::UnexpectedReturnType,
+                            "file_history.lua: not three counts",
+                        ))
+                    })?;
+            Ok(Filed::Done {
+                filed,
+                dropped,
+                left,
+            })
+        }
+        _ => Ok(Filed::Moved),
+    }
 }
 
 /// Reads the recent figures in one round trip: this minute's and the last minute's

@@ -16,6 +16,7 @@
 //! | `P-proc-ID` | string, expiring | the JSON description of process `ID`, kept alive by its heartbeats (new here) |
 //! | `P-history-JOBID` | list | the job's run history, newest first (new here, see `crate::history`) |
 //! | `P-recent-runs` | list | every job's recent history entries (new here) |
+//! | `P-unfiled-runs` | list | workers' history entries not yet filed into their jobs' lists, newest first (new here, see `crate::history`) |
 //! | `P-recent-failures` | list | recent history entries that are failures (new here) |
 //! | `P-runs-per-minute` | hash | minute -> runs recorded then, the last few minutes (new here) |
 //! | `P-due` | hash | job id -> `DUE:ENQUEUED`: the score a dispatcher queued it at, when it queued it late (new here) |
@@ -59,6 +60,8 @@ pub struct Keys {
     pub recent_runs: String,
     /// `P-recent-failures`: recent history entries that are failures.
     pub recent_failures: String,
+    /// `P-unfiled-runs`: workers' history entries on their way to their jobs' lists.
+    pub unfiled_runs: String,
     /// `P-runs-per-minute`: runs recorded per minute, the last few minutes.
     pub runs_per_minute: String,
     /// `P-due`: the timeline score a dispatcher queued each job at.
@@ -131,6 +134,7 @@ impl Keys {
             procs: format!("{prefix}-procs"),
             recent_runs: format!("{prefix}-recent-runs"),
             recent_failures: format!("{prefix}-recent-failures"),
+            unfiled_runs: format!("{prefix}-unfiled-runs"),
             runs_per_minute: format!("{prefix}-runs-per-minute"),
             due: format!("{prefix}-due"),
             paused: format!("{prefix}-paused"),

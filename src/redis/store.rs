@@ -480,6 +480,7 @@ impl Store<'_> {
             .hget(&self.keys.paused, jobid)
             .hexists(&self.keys.rerun, jobid);
         crate::redis::history::add_job_reads(&mut pipe, self.keys, jobid);
+        let unfiled = crate::redis::history::unfiled_of(self, jobid)?;
         let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, runs): Reply =
             pipe.query(self.con)?;
         let next_run = score.map(|s| s as i64);
@@ -494,7 +495,11 @@ impl Store<'_> {
             queued,
             lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
             last_failure,
-            history: crate::history::job_history(runs, &self.keys.history(jobid)),
+            history: crate::history::job_history(crate::history::job_entries(
+                unfiled,
+                runs,
+                &self.keys.history(jobid),
+            )),
             paused: paused.map(|raw| crate::redis::pause::Pause::parse(&raw)),
             run_asked,
         })

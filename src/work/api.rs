@@ -178,6 +178,9 @@ pub struct Settings {
     pub jitter: BTreeMap<String, u64>,
     /// History entries kept per job (`history-limit`; 0: none written).
     pub history_limit: u64,
+    /// History entries left unfiled before a busy worker files them
+    /// (`history-backlog`, see `work/filing.rs`).
+    pub history_backlog: u64,
 }
 
 impl Settings {
@@ -196,6 +199,7 @@ impl Settings {
             wait: config.redis.wait(),
             jitter: config.jitter.clone(),
             history_limit: config.history_limit,
+            history_backlog: config.history_backlog,
         }
     }
 
@@ -227,6 +231,7 @@ mod tests {
             wait: None,
             jitter: BTreeMap::new(),
             history_limit: 20,
+            history_backlog: 100,
         }
     }
 

@@ -29,6 +29,7 @@ use crate::{
     work::{
         api::{recover_after, Job, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
         claim::{self, full_tag, new_tag, Claimed, Claims, Cycle},
+        filing::Filing,
         pool::{Pool, Ready, State},
         round_trip::{finish_results, Outbox, RoundTrip, IN_FLIGHT},
         slots::spawn_slots,
@@ -120,6 +121,7 @@ pub fn run(
         Some(settings.concurrency),
     );
     let mut lp = Loop {
+        filing: Filing::new(settings.history_limit, settings.history_backlog),
         policy: settings.policy(),
         runner,
         settings,
@@ -189,6 +191,8 @@ pub(super) struct Loop {
     /// An idle poll found jobs that no wake-up announced: when, and the first job a
     /// claim took since (none yet: the jobs may be unclaimable, in a paused queue).
     unannounced: Option<(Instant, Option<String>)>,
+    /// The run history entries left unfiled, and when to file them.
+    filing: Filing,
 }
 
 impl Loop {
@@ -215,6 +219,7 @@ impl Loop {
                 }
             } else {
                 self.note_unannounced();
+                self.file_history();
                 self.send_and_receive();
             }
             // An error that retrying cannot fix, before any claim worked: a worker that
@@ -514,6 +519,35 @@ impl Loop {
         (since + BATCH_FOR).checked_duration_since(Instant::now())
     }
 
+    /// Whether the loop has nothing to do but wait: nothing to write or claim, no job
+    /// claimed ahead waiting for a slot (jobs may run).
+    fn idle(&self) -> bool {
+        !self.stopping
+            && self.outbox.pending_since.is_none()
+            && self.outbox.releases.is_empty()
+            && self.claims.unconfirmed.is_empty()
+            && self.wanted() == 0
+            && self.pool.lock().ready.is_empty()
+    }
+
+    /// Files a chunk of the run history left unfiled (see `filing.rs`) when idle and
+    /// due, with nothing in flight.
+    fn file_history(&mut self) {
+        if !self.in_flight.is_empty() || self.link.wait().is_some() {
+            return;
+        }
+        let due = self.filing.idle_at().is_some_and(|t| t <= Instant::now()) && self.idle();
+        if !due || !self.connect() {
+            return;
+        }
+        let Some(con) = self.link.current() else {
+            return;
+        };
+        if let Err(e) = self.filing.file(con, &self.keys) {
+            self.lost(&e);
+        }
+    }
+
     /// How long the loop may sleep.
     fn next_wait(&self) -> Duration {
         let now = Instant::now();
@@ -550,6 +584,10 @@ impl Loop {
         }
         if let Some(r) = pool.ready.front() {
             wait = wait.min((r.claimed + HOLD_AT_MOST).saturating_duration_since(now));
+        }
+        drop(pool);
+        if let Some(at) = self.filing.idle_at().filter(|_| self.idle()) {
+            wait = wait.min(at.saturating_duration_since(now));
         }
         wait.min(every)
     }
@@ -692,6 +730,9 @@ impl Loop {
             pipe.cmd("MGET")
                 .arg(&self.keys.control)
                 .arg(self.peers.key());
+            if self.filing.polls() {
+                pipe.cmd("LLEN").arg(&self.keys.unfiled_runs);
+            }
             if self.watch.due() {
                 health = self.watch.add_to(&mut pipe);
             }
@@ -935,7 +976,8 @@ impl Loop {
                 claimed_at: f.job.claimed_at,
             }
         });
-        worker_scripts::add_finish(pipe, &self.keys, runs, now, self.settings.history_limit);
+        let (limit, direct) = (self.settings.history_limit, self.filing.full());
+        worker_scripts::add_finish(pipe, &self.keys, runs, now, limit, direct);
     }
 
     /// Adds a claim.lua call for `tags.len()` jobs to `pipe`.
@@ -967,7 +1009,11 @@ impl Loop {
         let outcomes = trip.outcomes;
         let results = match outcomes.is_empty() {
             true => Vec::new(),
-            false => finish_results(replies.next(), outcomes.len()),
+            false => {
+                let (results, unfiled) = finish_results(replies.next(), outcomes.len());
+                self.filing.heard(unfiled);
+                results
+            }
         };
         for (mut f, reply) in outcomes.into_iter().zip(results) {
             match reply {
@@ -1059,6 +1105,12 @@ impl Loop {
                 }
                 Err(e) => {
                     error.get_or_insert(e);
+                }
+            }
+            if self.filing.polls() {
+                // A key of another type: nothing to file (check names it).
+                if let Some(Ok(Value::Int(n))) = replies.next() {
+                    self.filing.polled(n as u64);
                 }
             }
             if trip.health > 0 {

@@ -10,6 +10,8 @@
 //! enforces timeouts. While jobs are short it claims a few ahead of its free slots
 //! (`claim`), so a slot starts its next job without waiting for Redis. Outcomes that
 //! cannot be written during a Redis outage are kept and written when Redis is back.
+//! The run history entries that outcomes leave unfiled are filed into their jobs'
+//! lists while the loop is idle (`filing`).
 //! A worker serving several shards runs a loop per shard; run permits shared among
 //! them (`permits`) keep its jobs running at once within `-j`.
 //! What becomes of a job after its run is `policy.rs`'s to decide.
@@ -17,6 +19,7 @@
 mod api;
 mod claim;
 mod event_loop;
+mod filing;
 mod guard;
 pub mod output;
 mod permits;

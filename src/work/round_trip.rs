@@ -69,23 +69,33 @@ pub(super) struct RoundTrip {
     pub replies: usize,
 }
 
+/// finish.lua's reply for one outcome: its result words, or why there is none.
+pub(super) type FinishResult = redis::RedisResult<Vec<Option<String>>>;
+
 /// The replies for each of `n` outcomes from finish.lua's one reply: always `n` of
-/// them, an error for each outcome the reply does not answer (it is written again).
+/// them, an error for each outcome the reply does not answer (it is written again);
+/// and the length of the unfiled runs the reply ends with (see [`crate::history`]).
 pub(super) fn finish_results(
     reply: Option<redis::RedisResult<Value>>,
     n: usize,
-) -> Vec<redis::RedisResult<Vec<Option<String>>>> {
+) -> (Vec<FinishResult>, Option<u64>) {
     let items = reply
         .unwrap_or_else(|| Err((redis::ErrorKind::UnexpectedReturnType, "no reply").into()))
         .and_then(|v| redis::from_redis_value::<Vec<Value>>(v).map_err(Into::into));
     match items {
-        Ok(items) if items.len() == n => items
-            .into_iter()
-            .map(|v| redis::from_redis_value(v).map_err(Into::into))
-            .collect(),
+        Ok(mut items) if items.len() == n + 1 => {
+            let unfiled = items
+                .pop()
+                .and_then(|v| redis::from_redis_value::<u64>(v).ok());
+            let results = items
+                .into_iter()
+                .map(|v| redis::from_redis_value(v).map_err(Into::into))
+                .collect();
+            (results, unfiled)
+        }
         Ok(items) => {
             let e = format!("{} replies for {n} outcomes", items.len());
-            (0..n)
+            let results = (0..n)
                 .map(|_| {
                     Err((
                         redis::ErrorKind::UnexpectedReturnType,
@@ -94,8 +104,9 @@ pub(super) fn finish_results(
                     )
                         .into())
                 })
-                .collect()
+                .collect();
+            (results, None)
         }
-        Err(e) => (0..n).map(|_| Err(e.clone())).collect(),
+        Err(e) => ((0..n).map(|_| Err(e.clone())).collect(), None),
     }
 }

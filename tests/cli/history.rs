@@ -292,6 +292,7 @@ fn due_notes_only_for_jobs_queued_late() {
 /// The keys history writes; with history off, none may exist.
 const HISTORY_KEYS: &[&str] = &[
     "t-recent-runs",
+    "t-unfiled-runs",
     "t-recent-failures",
     "t-runs-per-minute",
     "t-due",
@@ -303,6 +304,9 @@ fn history_limit_trims_and_zero_writes_nothing() {
     t.set("loop:A", "CONTINUE");
     let w = t.worker(&["A", "--history-limit", "3"]);
     assert!(wait_until(10.0, || t.runs().len() >= 10));
+    // Paused, the job stops running: the idle worker files its entries, trimmed.
+    bike(&t.s, t.d.path()).args(["pause", "loop:A"]).ok();
+    assert!(wait_until(5.0, || unfiled(&t) == 0));
     t.stop(w);
     let len: usize = t.s.con().llen("t-history-loop:A").unwrap();
     assert_eq!(len, 3);
@@ -462,4 +466,107 @@ fn an_odd_history_key_costs_its_entries_only_and_check_names_it() {
     // Without it, check finds nothing odd in the history keys.
     let _: () = t.s.con().del("t-history-once:A").unwrap();
     bike(&t.s, t.d.path()).args(["check"]).run().success();
+}
+
+/// Entries in `t-unfiled-runs`.
+fn unfiled(t: &Setup) -> usize {
+    t.s.con().llen("t-unfiled-runs").unwrap()
+}
+
+/// Job lists `t-history-*`.
+fn job_lists(t: &Setup) -> Vec<String> {
+    t.s.con().keys("t-history-*").unwrap()
+}
+
+/// Runs `n` one-off jobs `nI:A` with a worker that files only past `backlog` (the
+/// test hook keeps an idle worker from filing), then stops it.
+fn burst(t: &Setup, n: usize, backlog: u64) {
+    std::fs::write(
+        path(&t.d, "rb.toml"),
+        format!("[redbike]\nhistory-backlog = {backlog}\n"),
+    )
+    .unwrap();
+    for i in 0..n {
+        t.set(&format!("n{i}:A"), "NOW");
+    }
+    let w = bike(&t.s, t.d.path())
+        .env("TEST_LOG", t.log())
+        .env("REDBIKE_TEST_NO_IDLE_FILING", "1")
+        .args(["-c", "rb.toml", "work", "A", "--", "./job.sh"])
+        .spawn();
+    assert!(
+        wait_until(20.0, || t.runs().len() >= n),
+        "{}",
+        t.runs().len()
+    );
+    assert!(t.wait_status(&format!("n{}:A", n - 1), "STP"));
+    t.stop(w);
+}
+
+#[test]
+fn a_burst_leaves_its_entries_unfiled_where_readers_find_them_then_they_are_filed() {
+    let t = setup();
+    burst(&t, 30, 1000);
+    // Within the backlog: no key per job yet, every entry unfiled.
+    assert_eq!(unfiled(&t), 30);
+    assert_eq!(job_lists(&t), Vec::<String>::new());
+    let list = entries(&t, &["n7:A"]);
+    assert_eq!(outcomes(&list), ["ok"]);
+    assert_eq!(list[0]["job"], "n7:A");
+    let tell: Value =
+        serde_json::from_str(&bike(&t.s, t.d.path()).args(["tell", "n7:A"]).ok()).unwrap();
+    assert_eq!(tell["last_runs"][0]["outcome"], "ok");
+    assert_eq!(tell["last_success"]["job"], "n7:A");
+    // An idle worker files them (its first poll finds them), once each.
+    let w = t.worker(&["A"]);
+    assert!(wait_until(5.0, || unfiled(&t) == 0));
+    t.stop(w);
+    assert_eq!(job_lists(&t).len(), 30);
+    let len: usize = t.s.con().llen("t-history-n7:A").unwrap();
+    assert_eq!(len, 1);
+    assert_eq!(outcomes(&entries(&t, &["n7:A"])), ["ok"]);
+}
+
+#[test]
+fn past_its_backlog_a_busy_worker_writes_entries_to_their_jobs_lists() {
+    let t = setup();
+    burst(&t, 60, 5);
+    // Bounded by the backlog and the entries of one round trip; the rest filed.
+    let left = unfiled(&t);
+    assert!(left < 40, "{left} unfiled");
+    assert!(job_lists(&t).len() >= 20, "{:?}", job_lists(&t));
+    for i in [0, 30, 59] {
+        assert_eq!(outcomes(&entries(&t, &[&format!("n{i}:A")])), ["ok"]);
+    }
+}
+
+#[test]
+fn filing_keeps_order_counts_an_entry_once_and_drops_unset_jobs() {
+    let t = setup();
+    t.set("j:A", "FREQ=DAILY");
+    let entry = |job: &str, end: u32| format!(r#"{{"j":"{job}","o":"ok","e":{end}.0}}"#);
+    let mut con = t.s.con();
+    // Older entries filed; a newer one and one filed while read (in both) unfiled,
+    // with one of a job since unset.
+    let _: () = con
+        .rpush("t-history-j:A", &[entry("j:A", 200), entry("j:A", 100)])
+        .unwrap();
+    let _: () = con
+        .lpush(
+            "t-unfiled-runs",
+            &[entry("j:A", 200), entry("gone:A", 250), entry("j:A", 300)],
+        )
+        .unwrap();
+    let ends = |t: &Setup| -> Vec<f64> {
+        entries(t, &["j:A"])
+            .iter()
+            .map(|e| e["end"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(ends(&t), [300.0, 200.0, 100.0]);
+    let w = t.worker(&["A"]);
+    assert!(wait_until(5.0, || unfiled(&t) == 0));
+    t.stop(w);
+    assert_eq!(ends(&t), [300.0, 200.0, 100.0]);
+    assert_eq!(job_lists(&t), ["t-history-j:A"]);
 }

@@ -29,7 +29,11 @@ fn seed(s: &RedisServer) {
     let _: () = con.sadd("t-work-A-members", "j:A").unwrap();
     let _: () = con.zadd("t-leases", "x:A", 1).unwrap();
     let _: () = con.set("t-control", "RUN").unwrap();
+    let _: () = con.lpush("t-unfiled-runs", UNFILED_ENTRY).unwrap();
 }
+
+/// The entry `seed` leaves unfiled.
+const UNFILED_ENTRY: &str = r#"{"j":"j:A","o":"ok","e":1700000000.0}"#;
 
 /// Replaces `key` with a key of another type than `kind`.
 fn plant(s: &RedisServer, key: &str, kind: &str) {
@@ -107,6 +111,7 @@ const ENTRY_KEYS: [(&str, &str); 4] = [HISTORY, RECENT_RUNS, RECENT_FAILURES, DU
 const PAUSED: (&str, &str) = ("t-paused", "hash");
 const PAUSED_QUEUES: (&str, &str) = ("t-paused-queues", "hash");
 const RERUN: (&str, &str) = ("t-rerun", "hash");
+const UNFILED: (&str, &str) = ("t-unfiled-runs", "list");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -303,12 +308,19 @@ fn calls() -> Vec<Call> {
                 DUE.0,
                 PAUSED.0,
                 RERUN.0,
+                UNFILED.0,
                 QUEUE.0,
                 MEMBERS.0,
                 LEASE.0,
                 HISTORY.0,
             ],
-            tolerant: vec![HISTORY, RECENT_RUNS, RECENT_FAILURES, RUNS_PER_MINUTE],
+            tolerant: vec![
+                HISTORY,
+                RECENT_RUNS,
+                RECENT_FAILURES,
+                RUNS_PER_MINUTE,
+                UNFILED,
+            ],
             ..call(
                 "finish",
                 include_str!("../../src/redis/scripts/finish.lua"),
@@ -382,6 +394,16 @@ fn calls() -> Vec<Call> {
             &with(&[FAILURES, PAUSED, RERUN]),
             &["wrong-queue", "j:A", "", "1700000000", ""],
         ),
+        Call {
+            order: vec![UNFILED.0, SCHEDULES.0, HISTORY.0],
+            tolerant: vec![HISTORY],
+            ..call(
+                "file_history",
+                include_str!("../../src/redis/scripts/file_history.lua"),
+                &[UNFILED, SCHEDULES],
+                &["20", "j:A", UNFILED_ENTRY],
+            )
+        },
     ]
 }
 
@@ -431,8 +453,10 @@ fn every_script_checks_every_key_before_its_first_write() {
                         c.name
                     );
                     // The run's history entry is still recorded: nothing else.
-                    let mut after = s.dump();
-                    after.retain(|k, _| !c.tolerant.iter().any(|(t, _)| t == k));
+                    let history = |k: &String| c.tolerant.iter().any(|(t, _)| t == k);
+                    let (mut after, mut before) = (s.dump(), before.clone());
+                    after.retain(|k, _| !history(k));
+                    before.retain(|k, _| !history(k));
                     assert_eq!(after, before, "{}: {key} planted: Redis changed", c.name);
                 }
                 continue;

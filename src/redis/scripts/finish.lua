@@ -8,19 +8,23 @@
 -- index, the schedules and the statuses written, in one call each for the batch; each
 -- wake channel is published to once. (The jobs of a batch are distinct: a worker
 -- writes the outcome of a claim before it can claim that job again.)
--- History (crate::history): each job's entry, made in Rust, goes to its history list
--- (trimmed to the history limit) and to the recent runs (and failures), with the runs
--- of the minute counted; for a job unset, its history list and due field go. Those
--- writes are pcalls: a history key of another type (`redbike check` names it) costs its
--- entries, never the outcome, and a failed write writes nothing. An outcome written
--- again (its reply was lost: the lease is gone) records no second entry when its entry
--- already heads the list.
+-- History (crate::history): each job's entry, made in Rust, goes to the unfiled runs
+-- (file_history.lua moves it to the job's own list later, off the worker's busy path:
+-- a new key per job is most of what history costs Redis), or, once more than the
+-- backlog wait there (`direct`), to the job's list (trimmed to the history limit) at
+-- once; and to the recent runs (and failures), with the runs of the minute counted; for a job unset, its history list
+-- and due field go, and its entry goes to the recent lists only. Those writes are
+-- pcalls: a history key of another type (`redbike check` names it) costs its entries,
+-- never the outcome, and a failed write writes nothing. An outcome written again (its
+-- reply was lost: the lease is gone) records no second entry when its entry is
+-- already unfiled or heads the job's list.
 -- A paused job (`redbike pause`) is not placed after its run (status PAU unless the
 -- run failed). A `rerun` marker (`redbike run` while the job ran) queues the job once
 -- more instead, if this run started before the marker; an older marker (left by a
 -- Python worker's run, which ignores it) is cleared, not honoured.
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
---       recent failures, runs per minute, due, paused, rerun; then per job (KS each):
+--       recent failures, runs per minute, due, paused, rerun, unfiled runs; then per
+--       job (KS each):
 --       queue, members, lease, history
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
 --       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
@@ -29,18 +33,21 @@
 --       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
 --       other), the run's start on Redis's clock (from claim.lua; "" = unknown)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
---       the minute of now (unix seconds / 60)
--- Returns one reply per job: {"changed", current schedule or false} when the schedule
+--       the minute of now (unix seconds / 60), "1" to write entries to their jobs'
+--       lists at once (else to the unfiled runs)
+-- Returns one reply per job, then the length of the unfiled runs (0 when this call
+-- wrote none): {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), {"stale"} when
 -- another worker holds the job, {"odd", error} when its queue's keys hold other types
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 11, 4, 14
+local FIXED, KS, AS = 12, 4, 14
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
 local minute = ARGV[AS * jobs + 4]
+local direct = ARGV[AS * jobs + 5] == "1"
 local batch = jobs >= BATCH_FROM
 -- In a batch, written at the end in one call each: leases to delete, jobs leaving the
 -- running index, schedules to store. Wake-ups are published once per channel.
@@ -63,20 +70,22 @@ local function wake(channel, payload)
   woken[channel] = payload
 end
 
--- The entries of this call for the recent runs and failures, written at the end (made
--- on first use); how many were recorded.
-local recent, failed, recorded = nil, nil, 0
+-- The entries of this call for the unfiled runs and the recent runs and failures,
+-- written at the end (made on first use); how many were recorded.
+local unfiled, recent, failed, recorded = nil, nil, nil, 0
 
--- Calls `command key items...` with pcall, in chunks as `chunked` does; false once a
--- call fails (the key holds another type: nothing was written by that call).
+-- Calls `command key items...` with pcall, in chunks as `chunked` does: the last
+-- reply (a list's length), or false once a call fails (the key holds another type:
+-- nothing was written by that call).
 local function try_chunked(command, key, list)
+  local r
   for i = 1, #list, 1000 do
-    local r = redis.pcall(command, key, unpack(list, i, math.min(i + 999, #list)))
+    r = redis.pcall(command, key, unpack(list, i, math.min(i + 999, #list)))
     if type(r) == "table" and r.err then
       return false
     end
   end
-  return true
+  return r
 end
 
 -- Records a job's history entry (see the header); `unset`: the job is gone.
@@ -88,12 +97,18 @@ local function record(k, jobid, entry, kind, unset, again)
     drop_history(k.history)
     redis.pcall("HDEL", k.due, jobid)
   else
-    if again and redis.pcall("LINDEX", k.history, 0) == entry then
+    if again and (type(redis.pcall("LPOS", k.unfiled, entry)) == "number"
+        or redis.pcall("LINDEX", k.history, 0) == entry) then
       return
     end
-    local n = redis.pcall("LPUSH", k.history, entry)
-    if type(n) == "number" and n > limit then
-      redis.call("LTRIM", k.history, 0, limit - 1)
+    if direct then
+      local n = redis.pcall("LPUSH", k.history, entry)
+      if type(n) == "number" and n > limit then
+        redis.call("LTRIM", k.history, 0, limit - 1)
+      end
+    else
+      unfiled = unfiled or {}
+      unfiled[#unfiled + 1] = entry
     end
   end
   recent = recent or {}
@@ -105,9 +120,11 @@ local function record(k, jobid, entry, kind, unset, again)
   recorded = recorded + 1
 end
 
--- Writes what `record` collected: the recent lists (trimmed) and the count of the
--- minute (dropping the minutes before the last when a minute begins).
+-- Writes what `record` collected: the unfiled runs, the recent lists (trimmed) and the
+-- count of the minute (dropping the minutes before the last when a minute begins).
+-- Returns the length of the unfiled runs, 0 when none were written.
 local function flush_history(k)
+  local backlog = unfiled and try_chunked("LPUSH", k.unfiled, unfiled) or 0
   if recent and try_chunked("LPUSH", k.recent_runs, recent) then
     redis.call("LTRIM", k.recent_runs, 0, keep_runs - 1)
   end
@@ -124,6 +141,7 @@ local function flush_history(k)
       end
     end
   end
+  return backlog
 end
 
 -- Whether any job is paused or asked to run again: looked up per job only then.
@@ -272,7 +290,7 @@ local out = {}
 local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
            recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
-           paused = KEYS[10], rerun = KEYS[11]}
+           paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
   k.queue, k.members, k.lease, k.history = KEYS[ki + 1], KEYS[ki + 2], KEYS[ki + 3],
@@ -300,7 +318,7 @@ if batch then
   chunked("HSET", KEYS[1], stores)
   flush_statuses(KEYS[2])
 end
-flush_history(k)
+out[jobs + 1] = flush_history(k)
 for _, channel in ipairs(wake_order or {}) do
   redis.call("PUBLISH", channel, woken[channel])
 end

@@ -14,6 +14,7 @@
 //! | sweep | `dispatch::recovery::sweep` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume | `run_job`, `pause_job`, `resume_job` (`operator/control.rs`) |
+//! | file_history | `redis::history::file_oldest` |
 
 pub(crate) mod recovery;
 pub(crate) mod skip;
@@ -45,6 +46,8 @@ pub static REFRESH: LazyLock<Script> = script!("refresh.lua");
 pub static RELEASE: LazyLock<Script> = script!("release.lua");
 /// `work`: record the outcomes of a batch of runs and reschedule the jobs.
 pub static FINISH: LazyLock<Script> = script!("finish.lua");
+/// `work`: move the oldest unfiled history entries into their jobs' lists.
+pub static FILE_HISTORY: LazyLock<Script> = script!("file_history.lua");
 /// Recovery: put back a job whose worker vanished.
 pub static RECOVER: LazyLock<Script> = script!("recover.lua");
 /// Recovery: one step of the sweep for jobs out of circulation.

@@ -124,13 +124,15 @@ pub(crate) struct Finished<'a> {
 }
 
 /// Adds one finish.lua call for all of `runs` to `pipe`; `history_limit` entries are
-/// kept per job.
+/// kept per job, and `direct` writes them to their jobs' lists at once rather than to
+/// the unfiled runs (see `work/filing.rs`).
 pub(crate) fn add_finish<'a>(
     pipe: &mut Pipeline,
     keys: &Keys,
     runs: impl IntoIterator<Item = Finished<'a>>,
     now: i64,
     history_limit: u64,
+    direct: bool,
 ) {
     let mut inv = scripts::FINISH.prepare_invoke();
     inv.key(&keys.schedules)
@@ -143,7 +145,8 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.runs_per_minute)
         .key(&keys.due)
         .key(&keys.paused)
-        .key(&keys.rerun);
+        .key(&keys.rerun)
+        .key(&keys.unfiled_runs);
     for f in runs {
         let (mode, (action, due)) = f.decision.mode.wire();
         let q = queue_of(f.jobid);
@@ -169,6 +172,7 @@ pub(crate) fn add_finish<'a>(
     inv.arg(history_limit)
         .arg(crate::history::RECENT_RUNS)
         .arg(crate::history::RECENT_FAILURES)
-        .arg(now.div_euclid(60));
+        .arg(now.div_euclid(60))
+        .arg(if direct { "1" } else { "" });
     pipe.invoke_script(&inv);
 }
