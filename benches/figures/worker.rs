@@ -233,17 +233,22 @@ pub(super) fn inproc_run(
     jobs: Jobs,
     start: Start,
 ) -> Result<InprocRun> {
-    inproc_run_with(ctx, n, j, jobs, start, redbike::history::DEFAULT_LIMIT)
+    let history = (
+        redbike::history::DEFAULT_LIMIT,
+        redbike::history::DEFAULT_BACKLOG,
+    );
+    inproc_run_with(ctx, n, j, jobs, start, history)
 }
 
-/// [`inproc_run`] with `history_limit` (0: no run history).
+/// [`inproc_run`] with `history`: `history-limit` (0: no run history) and
+/// `history-backlog`.
 fn inproc_run_with(
     ctx: &Ctx,
     n: usize,
     j: usize,
     jobs: Jobs,
     start: Start,
-    history_limit: u64,
+    history: (u64, u64),
 ) -> Result<InprocRun> {
     let prefix = match start {
         Start::Ready(prefix) => prefix,
@@ -263,7 +268,7 @@ fn inproc_run_with(
     let config = config(ctx, prefix)?;
     let mut settings = Settings::from_config(&config);
     settings.concurrency = j;
-    settings.history_limit = history_limit;
+    (settings.history_limit, settings.history_backlog) = history;
     let shutdown = Shutdown::new();
     // One stop request only: a second one makes the loop exit the process.
     let stop_once = {
@@ -445,19 +450,27 @@ fn median(v: &[f64]) -> f64 {
 }
 
 /// `work_noop_history_ratio`: the -j 1 no-op drain of [`noop`] with the run history on
-/// (the default limit, 20 per job) and off (`history-limit = 0`), alternating in one
-/// session so that both see the same load; the ratio of the medians. The CPU, script
-/// time and commands per job, steadier than the rates on a loaded machine, go beside it.
+/// (the default limit, 20 per job, and backlog: the drain's entries are filed after
+/// it) and off (`history-limit = 0`), alternating in one session so that both see the
+/// same load; the ratio of the medians. The CPU, script time and commands per job,
+/// steadier than the rates on a loaded machine, go beside it. A third side,
+/// `work_noop_history_filed_ratio`, runs with a backlog of [`FILED_BACKLOG`]: the drain
+/// files its entries as it goes, as a worker does once a burst outgrows its backlog.
 pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let _quiet = QuietLog::new();
     let n = ctx.n as f64;
-    let (mut on, mut off) = (HistorySide::default(), HistorySide::default());
+    let (mut on, mut filed, mut off) = Default::default();
     let load_before = super::scale::load_average();
+    let limit = redbike::history::DEFAULT_LIMIT;
     for _ in 0..HISTORY_PAIRS {
-        let limit = redbike::history::DEFAULT_LIMIT;
-        for (limit, side) in [(limit, &mut on), (0, &mut off)] {
+        for (history, side) in [
+            ((limit, redbike::history::DEFAULT_BACKLOG), &mut on),
+            ((limit, FILED_BACKLOG), &mut filed),
+            ((0, 0), &mut off),
+        ] {
+            let side: &mut HistorySide = side;
             side.add(
-                inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, Start::Queued, limit)?,
+                inproc_run_with(ctx, ctx.n, 1, Jobs::Noop, Start::Queued, history)?,
                 n,
             );
         }
@@ -468,30 +481,42 @@ pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let pair = |f: fn(&HistorySide) -> &Vec<f64>, digits: usize| {
-        format!("{:.digits$} / {:.digits$}", median(f(&on)), median(f(&off)))
+    let sides = [&on, &filed, &off];
+    let each = |f: fn(&HistorySide) -> &Vec<f64>, digits: usize| {
+        sides
+            .iter()
+            .map(|s| format!("{:.digits$}", median(f(s))))
+            .collect::<Vec<_>>()
+            .join(" / ")
     };
+    let cpu = |s: &HistorySide| median(&s.worker_us) + median(&s.redis_us);
     let how = format!(
-        "in-process FnWorker at -j 1 draining {} queued NOW jobs, {HISTORY_PAIRS} pairs \
-         alternating history on (limit 20) and off (limit 0); jobs/s on: {}; off: {}; \
-         median per job, on / off: CPU of the worker {} µs, of redis-server {} µs (the \
-         CPU ratio off/on of both, a steadier figure than the rates: {:.2}), Redis script \
-         time {} µs, Redis commands {}; commands per job of the last run on: {}; off: {}; \
-         load average before {load_before}, after {}",
+        "in-process FnWorker at -j 1 draining {} queued NOW jobs, {HISTORY_PAIRS} rounds \
+         alternating history on (limit 20, backlog {}: filed after the drain), filed \
+         (limit 20, backlog {FILED_BACKLOG}: filed during the drain) and off (limit 0); \
+         jobs/s on: {}; filed: {}; off: {}; median per job, on / filed / off: CPU of the \
+         worker {} µs, of redis-server {} µs (the CPU ratio off/on of both, a steadier \
+         figure than the rates: {:.2}; off/filed: {:.2}), Redis script time {} µs, Redis \
+         commands {}; commands per job of the last run on: {}; filed: {}; off: {}; load \
+         average before {load_before}, after {}",
         ctx.n,
+        redbike::history::DEFAULT_BACKLOG,
         list(&on.rates),
+        list(&filed.rates),
         list(&off.rates),
-        pair(|s| &s.worker_us, 1),
-        pair(|s| &s.redis_us, 1),
-        (median(&off.worker_us) + median(&off.redis_us))
-            / (median(&on.worker_us) + median(&on.redis_us)),
-        pair(|s| &s.script_us, 2),
-        pair(|s| &s.commands, 2),
+        each(|s| &s.worker_us, 1),
+        each(|s| &s.redis_us, 1),
+        cpu(&off) / cpu(&on),
+        cpu(&off) / cpu(&filed),
+        each(|s| &s.script_us, 2),
+        each(|s| &s.commands, 2),
         on.per_job(n),
+        filed.per_job(n),
         off.per_job(n),
         super::scale::load_average(),
     );
-    let (on_median, off_median) = (median(&on.rates), median(&off.rates));
+    let (on_median, filed_median, off_median) =
+        (median(&on.rates), median(&filed.rates), median(&off.rates));
     Ok(vec![
         Measurement::new(
             "work_noop_history_on_per_s",
@@ -512,8 +537,18 @@ pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
             how,
         )
         .target(Target::AtLeast(0.9)),
+        Measurement::new(
+            "work_noop_history_filed_ratio",
+            filed_median / off_median,
+            "filed/off",
+            "history on, filed during the drain: see work_noop_history_ratio".into(),
+        ),
     ])
 }
+
+/// The backlog of `work_noop_history_filed_ratio`: far below the drain's jobs, so
+/// nearly all of its entries are filed while it runs, 500 a call.
+const FILED_BACKLOG: u64 = 1000;
 
 /// Sets the in-process log level to warnings while alive, so in-process workers do not
 /// print their start and stop lines into the benchmark's output.
