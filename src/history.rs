@@ -4,7 +4,7 @@
 //! | key | type | holds |
 //! | --- | --- | --- |
 //! | `P-history-JOBID` | list | the job's last `history-limit` entries, newest first |
-//! | `P-unfiled-runs` | list | workers' entries not yet filed into their jobs' lists, newest first |
+//! | `P-unfiled-runs` | list | workers' entries not yet filed into their jobs' lists, oldest first |
 //! | `P-recent-runs` | list | every job's last [`RECENT_RUNS`] entries, newest first |
 //! | `P-recent-failures` | list | the last [`RECENT_FAILURES`] entries that are failures |
 //! | `P-runs-per-minute` | hash | minute (unix seconds / 60) -> entries the workers recorded, the last few minutes only |

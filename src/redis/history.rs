@@ -50,26 +50,31 @@ pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
         .collect())
 }
 
-/// The entries of `job` among the unfiled runs, newest first, read in pages. Read
-/// before the job's list: an entry filed meanwhile is then found there if not here
-/// (twice at most, which [`job_entries`] folds), and pages shifted by new entries
-/// show some twice, never skip one that was there when the read began.
+/// The entries of `job` among the unfiled runs, newest first, read in pages from the
+/// tail, where workers append: counted from the tail, an entry only moves away from
+/// it as new ones come (a page may show it twice, which [`job_entries`] folds), and
+/// filing takes from the head, so no entry moves past the pages read. They are read
+/// before the job's list: an entry filed meanwhile is found there if not here.
 pub fn unfiled_of(store: &mut Store<'_>, job: &str) -> Result<Vec<Vec<u8>>> {
     let head = unfiled_head(job);
     let mut found = Vec::new();
-    let mut start = 0;
+    let mut from_tail = 0;
     loop {
         let page: Vec<Vec<u8>> = redis::cmd("LRANGE")
             .arg(&store.keys.unfiled_runs)
-            .arg(start)
-            .arg(start + PAGE - 1)
+            .arg(-(from_tail + PAGE))
+            .arg(-(from_tail + 1))
             .query(store.con)?;
         let full = page.len() == PAGE as usize;
-        found.extend(page.into_iter().filter(|e| e.starts_with(head.as_bytes())));
+        found.extend(
+            page.into_iter()
+                .rev()
+                .filter(|e| e.starts_with(head.as_bytes())),
+        );
         if !full {
             return Ok(found);
         }
-        start += PAGE;
+        from_tail += PAGE;
     }
 }
 
@@ -106,12 +111,12 @@ pub fn file_oldest(
     limit: u64,
     chunk: usize,
 ) -> redis::RedisResult<Filed> {
-    let tail: Vec<Vec<u8>> = redis::cmd("LRANGE")
+    let oldest: Vec<Vec<u8>> = redis::cmd("LRANGE")
         .arg(&keys.unfiled_runs)
-        .arg(-(chunk as isize))
-        .arg(-1)
+        .arg(0)
+        .arg(chunk as isize - 1)
         .query(con)?;
-    if tail.is_empty() {
+    if oldest.is_empty() {
         return Ok(Filed::Done {
             filed: 0,
             dropped: 0,
@@ -120,8 +125,7 @@ pub fn file_oldest(
     }
     let mut inv = scripts::FILE_HISTORY.prepare_invoke();
     inv.key(&keys.unfiled_runs).key(&keys.schedules).arg(limit);
-    // The tail ends with the oldest entry; the script takes the oldest first.
-    for entry in tail.iter().rev() {
+    for entry in &oldest {
         let job = job_of(entry).unwrap_or_default();
         inv.key(keys.history(&job)).arg(job).arg(entry.as_slice());
     }

@@ -16,7 +16,7 @@
 //! | `P-proc-ID` | string, expiring | the JSON description of process `ID`, kept alive by its heartbeats (new here) |
 //! | `P-history-JOBID` | list | the job's run history, newest first (new here, see `crate::history`) |
 //! | `P-recent-runs` | list | every job's recent history entries (new here) |
-//! | `P-unfiled-runs` | list | workers' history entries not yet filed into their jobs' lists, newest first (new here, see `crate::history`) |
+//! | `P-unfiled-runs` | list | workers' history entries not yet filed into their jobs' lists, oldest first (new here, see `crate::history`) |
 //! | `P-recent-failures` | list | recent history entries that are failures (new here) |
 //! | `P-runs-per-minute` | hash | minute -> runs recorded then, the last few minutes (new here) |
 //! | `P-due` | hash | job id -> `DUE:ENQUEUED`: the score a dispatcher queued it at, when it queued it late (new here) |

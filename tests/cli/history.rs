@@ -552,7 +552,7 @@ fn filing_keeps_order_counts_an_entry_once_and_drops_unset_jobs() {
         .rpush("t-history-j:A", &[entry("j:A", 200), entry("j:A", 100)])
         .unwrap();
     let _: () = con
-        .lpush(
+        .rpush(
             "t-unfiled-runs",
             &[entry("j:A", 200), entry("gone:A", 250), entry("j:A", 300)],
         )
@@ -569,4 +569,22 @@ fn filing_keeps_order_counts_an_entry_once_and_drops_unset_jobs() {
     t.stop(w);
     assert_eq!(ends(&t), [300.0, 200.0, 100.0]);
     assert_eq!(job_lists(&t), ["t-history-j:A"]);
+}
+
+#[test]
+fn a_jobs_unfiled_entries_are_found_across_pages() {
+    let t = setup();
+    let mine = [0, 999, 1000, 1500, 2499];
+    let planted: Vec<String> = (0..2500)
+        .map(|i| match mine.contains(&i) {
+            true => format!(r#"{{"j":"j:A","o":"ok","e":{i}.0}}"#),
+            false => format!(r#"{{"j":"j:AB","o":"ok","e":{i}.0}}"#),
+        })
+        .collect();
+    let _: () = t.s.con().rpush("t-unfiled-runs", &planted).unwrap();
+    let ends: Vec<f64> = entries(&t, &["j:A"])
+        .iter()
+        .map(|e| e["end"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ends, [2499.0, 1500.0, 1000.0, 999.0, 0.0]);
 }

@@ -1,15 +1,16 @@
--- file_history: moves the oldest unfiled history entries (finish.lua leaves workers'
--- entries there) into their jobs' lists, each trimmed to the history limit, oldest
--- first so that every list stays newest first. The caller read those entries (the
--- list's tail) and names each one's job and list; nothing is written unless the tail
--- still holds exactly them: another worker may have filed them meanwhile.
+-- file_history: moves the oldest unfiled history entries (finish.lua appends workers'
+-- entries there, so the oldest are at the head) into their jobs' lists, each trimmed
+-- to the history limit, oldest first so that every list stays newest first. The
+-- caller read those entries (the list's head) and names each one's job and list;
+-- nothing is written unless the head still holds exactly them: another worker may
+-- have filed them meanwhile.
 -- An entry whose job has no schedule any more (it was unset, which drops the job's
 -- list) is dropped, as is one whose list key holds another type (`redbike check` names
 -- it; finish.lua would have dropped it too) or whose job id the caller could not read.
 -- KEYS: unfiled runs, schedules, then each entry's history list, oldest entry first
 -- ARGV: history limit, then per entry, oldest first: its job id ("" = unreadable),
 --       the entry
--- Returns {filed, dropped, entries left unfiled}, or "moved" when the tail changed.
+-- Returns {filed, dropped, entries left unfiled}, or "moved" when the head changed.
 local unfiled, schedules = KEYS[1], KEYS[2]
 local n = #KEYS - 2
 local bad = wrong_type({unfiled, "list", schedules, "hash"})
@@ -22,13 +23,12 @@ if #ARGV ~= 2 * n + 1 then
     " arguments; nothing was changed")
 end
 local limit = tonumber(ARGV[1])
-local tail = redis.call("LRANGE", unfiled, -n, -1)
-if #tail ~= n then
+local head = redis.call("LRANGE", unfiled, 0, n - 1)
+if #head ~= n then
   return "moved"
 end
--- The tail ends with the oldest entry.
 for i = 1, n do
-  if tail[n + 1 - i] ~= ARGV[2 * i + 1] then
+  if head[i] ~= ARGV[2 * i + 1] then
     return "moved"
   end
 end
@@ -46,5 +46,5 @@ for i = 1, n do
     dropped = dropped + 1
   end
 end
-redis.call("LTRIM", unfiled, 0, -n - 1)
+redis.call("LTRIM", unfiled, n, -1)
 return {filed, dropped, redis.call("LLEN", unfiled)}

@@ -124,7 +124,9 @@ end
 -- count of the minute (dropping the minutes before the last when a minute begins).
 -- Returns the length of the unfiled runs, 0 when none were written.
 local function flush_history(k)
-  local backlog = unfiled and try_chunked("LPUSH", k.unfiled, unfiled) or 0
+  -- At the tail: appending moves no entry already there (LPUSH moves a listpack's
+  -- whole content for each entry at its head).
+  local backlog = unfiled and try_chunked("RPUSH", k.unfiled, unfiled) or 0
   if recent and try_chunked("LPUSH", k.recent_runs, recent) then
     redis.call("LTRIM", k.recent_runs, 0, keep_runs - 1)
   end
