@@ -372,8 +372,9 @@ pub const HISTORY: &str = "\
 Every run a redbike worker makes leaves an entry, and so does every recovery, skip \
 (catch-up) or refusal (an unreadable schedule) a dispatcher makes. A job's last \
 history-limit entries (config key, or --history-limit of work and dispatch; default \
-20; 0 writes no history) are in PREFIX-history-JOBID; without JOBID the command prints \
-every job's last 1000 entries (PREFIX-recent-runs), with --failures the last 1000 \
+20; 0 writes no history) are in PREFIX-history-JOBID, where workers file them from \
+PREFIX-unfiled-runs when idle (this command and tell read both); without JOBID the \
+command prints every job's last 1000 entries (PREFIX-recent-runs), with --failures the last 1000 \
 failures (PREFIX-recent-failures). A valid job id without history prints the header \
 only (exit 0); an invalid one exits 2.
 
