@@ -588,3 +588,75 @@ fn a_jobs_unfiled_entries_are_found_across_pages() {
         .collect();
     assert_eq!(ends, [2499.0, 1500.0, 1000.0, 999.0, 0.0]);
 }
+
+/// finish.lua with one outcome of `j:A` (lease tag `tag`) and its entry.
+fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
+    let script = redis::Script::new(&format!(
+        "{}{}",
+        include_str!("../../src/redis/scripts/common.lua"),
+        include_str!("../../src/redis/scripts/finish.lua")
+    ));
+    let mut inv = script.prepare_invoke();
+    for key in [
+        "t-schedules",
+        "t-statuses",
+        "t-timeline",
+        "t-failures",
+        "t-leases",
+        "t-recent-runs",
+        "t-recent-failures",
+        "t-runs-per-minute",
+        "t-due",
+        "t-paused",
+        "t-rerun",
+        "t-unfiled-runs",
+        "t-work-A",
+        "t-work-A-members",
+        "t-work-A-j:A",
+        "t-history-j:A",
+    ] {
+        inv.key(key);
+    }
+    for arg in [
+        "j:A",
+        "tag",
+        "CONTINUE",
+        "place",
+        "enqueue",
+        "0",
+        "1700000000",
+        "",
+        "",
+        "w",
+        "w",
+        entry,
+        "",
+        "",
+        "20",
+        "1000",
+        "1000",
+        "28333333",
+        "",
+    ] {
+        inv.arg(arg);
+    }
+    inv.invoke(&mut s.con()).unwrap()
+}
+
+#[test]
+fn an_outcome_written_again_records_one_entry() {
+    let s = RedisServer::start();
+    let mut con = s.con();
+    let _: () = con.hset("t-schedules", "j:A", "CONTINUE").unwrap();
+    let _: () = con.set("t-work-A-j:A", "tag").unwrap();
+    let _: () = con.zadd("t-leases", "j:A", 1).unwrap();
+    let entry = r#"{"j":"j:A","o":"ok","e":1700000000.0}"#;
+    // The first write takes the lease; the second (its reply was lost) finds it gone.
+    for _ in 0..2 {
+        finish_once(&s, entry);
+    }
+    let unfiled: Vec<String> = con.lrange("t-unfiled-runs", 0, -1).unwrap();
+    assert_eq!(unfiled, [entry]);
+    let recent: usize = con.llen("t-recent-runs").unwrap();
+    assert_eq!(recent, 1);
+}

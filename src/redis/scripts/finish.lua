@@ -97,7 +97,8 @@ local function record(k, jobid, entry, kind, unset, again)
     drop_history(k.history)
     redis.pcall("HDEL", k.due, jobid)
   else
-    if again and (type(redis.pcall("LPOS", k.unfiled, entry)) == "number"
+    -- From the tail, where a resent entry was appended moments ago.
+    if again and (type(redis.pcall("LPOS", k.unfiled, entry, "RANK", -1)) == "number"
         or redis.pcall("LINDEX", k.history, 0) == entry) then
       return
     end
