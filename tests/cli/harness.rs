@@ -202,7 +202,31 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
+        kill_spawned(&self.url());
         self.stop();
+    }
+}
+
+/// Processes [`Bike::spawn`] started, with the Redis URL each was given.
+static SPAWNED: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
+
+/// Kills what [`Bike::spawn`] started against `url` and is still running: a test that
+/// failed before stopping its dispatcher or worker would leave it retrying its gone
+/// server for ever. The process is checked to be ours (its environment names `url`),
+/// not another that got the pid of one already reaped.
+fn kill_spawned(url: &str) {
+    let mine: Vec<u32> = {
+        let mut spawned = SPAWNED.lock().unwrap_or_else(|e| e.into_inner());
+        let (mine, rest) = spawned.drain(..).partition(|(_, u)| u == url);
+        *spawned = rest;
+        mine.into_iter().map(|(pid, _)| pid).collect()
+    };
+    let given = format!("REDBIKE_REDIS_URL={url}");
+    for pid in mine {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if environ.split(|&b| b == 0).any(|v| v == given.as_bytes()) {
+            send_signal(pid as i32, libc::SIGKILL);
+        }
     }
 }
 
@@ -321,6 +345,16 @@ impl Bike {
     pub fn spawn(mut self) -> Child {
         self.cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = self.cmd.spawn().expect("spawn redbike");
+        let url = self
+            .cmd
+            .get_envs()
+            .find(|(k, _)| *k == "REDBIKE_REDIS_URL")
+            .and_then(|(_, v)| v)
+            .map(|v| v.to_string_lossy().into_owned());
+        if let Some(url) = url {
+            let mut spawned = SPAWNED.lock().unwrap_or_else(|e| e.into_inner());
+            spawned.push((child.id(), url));
+        }
         let mut pipe = child.stderr.take().expect("stderr is piped");
         let buf = Arc::new(Mutex::new((Vec::new(), false)));
         STDERR.lock().unwrap().insert(child.id(), Arc::clone(&buf));
