@@ -1064,6 +1064,7 @@ fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
         let settings = work::Settings {
             concurrency: (total / n + usize::from(i < total % n)).max(1),
             permits: permits.clone(),
+            process_concurrency: Some(total),
             ..settings.clone()
         };
         let runner = runner::CommandRunner::new(
@@ -1211,20 +1212,16 @@ fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
             first = false;
             continue;
         }
-        // A process serving several shards registers a loop in each: one row, with
-        // the loops' concurrency added up.
+        // A process serving several shards registers a loop in each, each with the
+        // process's whole `-j`: one row.
         for l in part {
             let d = &l.description;
-            let same = |a: &&mut registry::Listed| {
+            let same = |a: &registry::Listed| {
                 let e = &a.description;
                 (&e.kind, &e.host, e.pid) == (&d.kind, &d.host, d.pid)
             };
-            match listed.iter_mut().find(same) {
-                Some(a) => {
-                    let c = &mut a.description.concurrency;
-                    *c = c.zip(d.concurrency).map(|(x, y)| x + y);
-                }
-                None => listed.push(l),
+            if !listed.iter().any(same) {
+                listed.push(l);
             }
         }
     }

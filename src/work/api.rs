@@ -181,6 +181,9 @@ pub struct Settings {
     /// History entries left unfiled before a busy worker files them
     /// (`history-backlog`, see `work/filing.rs`).
     pub history_backlog: u64,
+    /// The `-j` of the whole process, which it registers (see `redis/registry.rs`),
+    /// when it runs a loop per shard each with a share of it; `None`: `concurrency`.
+    pub process_concurrency: Option<usize>,
 }
 
 impl Settings {
@@ -200,6 +203,7 @@ impl Settings {
             jitter: config.jitter.clone(),
             history_limit: config.history_limit,
             history_backlog: config.history_backlog,
+            process_concurrency: None,
         }
     }
 
@@ -232,6 +236,7 @@ mod tests {
             jitter: BTreeMap::new(),
             history_limit: 20,
             history_backlog: 100,
+            process_concurrency: None,
         }
     }
 

@@ -118,7 +118,7 @@ pub fn run(
         config.heartbeat_ttl,
         registry::WORKER,
         cycle.queues.clone(),
-        Some(settings.concurrency),
+        Some(settings.process_concurrency.unwrap_or(settings.concurrency)),
     );
     let mut lp = Loop {
         filing: Filing::new(settings.history_limit, settings.history_backlog),

@@ -853,6 +853,17 @@ fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
         ));
         let ran = || runs(&path(&d, &ids));
         let all = wait_until(30.0, || ran().len() >= rows.len());
+        // Listed once, with its `-j` (each shard's loop registers it).
+        let ps: serde_json::Value =
+            serde_json::from_str(&rb(&d).args(["ps", "--format", "json"]).ok()).unwrap();
+        let workers: Vec<&serde_json::Value> = ps
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["kind"] == "worker")
+            .collect();
+        assert_eq!(workers.len(), 1, "{ps}");
+        assert_eq!(workers[0]["concurrency"], j, "{ps}");
         rb(&d).args(["control", "HALT"]).ok();
         let (code, err) = worker.finish(20.0);
         assert_eq!(code, Some(0), "{err}");
