@@ -86,6 +86,21 @@ pub struct Stats {
     pub paused_jobs: u64,
     /// Paused queues, sorted by name (`redbike pause --queue`).
     pub paused_queues: Vec<PausedQueue>,
+    /// History entries workers have not yet filed into their jobs' lists (LLEN of
+    /// `P-unfiled-runs`; see [`crate::history`]).
+    pub history_unfiled: u64,
+    /// The evidence that a Python redbike process shares the prefix
+    /// (`P-python-seen`), while it lasts: idle processes look every second until then.
+    pub python_seen: Option<PythonSeen>,
+}
+
+/// `P-python-seen` (see [`crate::redis::peers`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PythonSeen {
+    /// What was seen, when (unix seconds) and by which process.
+    pub evidence: String,
+    /// Seconds until the note expires (an hour after the last evidence).
+    pub expires_in_seconds: i64,
 }
 
 /// The registered processes alive (see [`crate::redis::registry`]).
@@ -222,6 +237,12 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
         r.lateness_p99_seconds = max_f64(r.lateness_p99_seconds, t.lateness_p99_seconds);
         r.recent_failures += t.recent_failures;
         all.paused_jobs += s.paused_jobs;
+        all.history_unfiled += s.history_unfiled;
+        if s.python_seen.as_ref().map(|p| p.expires_in_seconds)
+            > all.python_seen.as_ref().map(|p| p.expires_in_seconds)
+        {
+            all.python_seen = s.python_seen;
+        }
         for p in s.paused_queues {
             if !all.paused_queues.iter().any(|a| a.queue == p.queue) {
                 all.paused_queues.push(p);
@@ -277,21 +298,39 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         u64,
         u64,
         BTreeMap<String, String>,
+        u64,
+        Option<String>,
+        i64,
     );
     // Overdue: due strictly longer ago than the threshold.
     let overdue_before = format!("({}", now.saturating_sub(overdue_after as i64));
-    let (schedules, control, jobs, due, oldest, running, overdue, paused_jobs, paused_queues): Reply =
-        redis::pipe()
-            .hlen(&k.schedules)
-            .get(&k.control)
-            .zcard(&k.timeline)
-            .zcount(&k.timeline, "-inf", now)
-            .zrange_withscores(&k.timeline, 0, 0)
-            .zcard(&k.leases)
-            .zcount(&k.timeline, "-inf", overdue_before)
-            .hlen(&k.paused)
-            .hgetall(&k.paused_queues)
-            .query(store.con)?;
+    let (
+        schedules,
+        control,
+        jobs,
+        due,
+        oldest,
+        running,
+        overdue,
+        paused_jobs,
+        paused_queues,
+        history_unfiled,
+        python_seen,
+        python_ttl,
+    ): Reply = redis::pipe()
+        .hlen(&k.schedules)
+        .get(&k.control)
+        .zcard(&k.timeline)
+        .zcount(&k.timeline, "-inf", now)
+        .zrange_withscores(&k.timeline, 0, 0)
+        .zcard(&k.leases)
+        .zcount(&k.timeline, "-inf", overdue_before)
+        .hlen(&k.paused)
+        .hgetall(&k.paused_queues)
+        .llen(&k.unfiled_runs)
+        .get(&k.python_seen)
+        .pttl(&k.python_seen)
+        .query(store.con)?;
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
@@ -332,6 +371,11 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         recent_runs: Default::default(),
         paused_jobs,
         paused_queues,
+        history_unfiled,
+        python_seen: python_seen.map(|evidence| PythonSeen {
+            evidence,
+            expires_in_seconds: python_ttl.max(0) / 1000,
+        }),
     })
 }
 
@@ -574,13 +618,21 @@ fn render_text(s: &Stats) -> String {
     let r = &s.recent_runs;
     let secs = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}s"));
     lines.push(format!(
-        "runs        {} per minute, {} failure(s) in the last minute; lateness p50 {}, p99 {} ({} run(s) of the last minute)",
+        "runs        {} per minute, {} failure(s) in the last minute; lateness p50 {}, p99 {} ({} run(s) of the last minute); {} history entr(ies) not yet filed",
         r.runs_per_minute,
         r.recent_failures,
         secs(r.lateness_p50_seconds),
         secs(r.lateness_p99_seconds),
-        r.lateness_samples
+        r.lateness_samples,
+        s.history_unfiled
     ));
+    lines.push(match &s.python_seen {
+        Some(p) => format!(
+            "python      a Python redbike process was seen ({}); idle processes look every second for {}s more",
+            p.evidence, p.expires_in_seconds
+        ),
+        None => "python      none seen in the last hour".into(),
+    });
     match &s.redis {
         Some(h) => {
             lines.push(format!(
@@ -738,6 +790,16 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             "redbike_paused_jobs",
             "Jobs paused with redbike pause.",
             s.paused_jobs as i64,
+        ),
+        one(
+            "redbike_history_unfiled",
+            "Run history entries workers have not yet filed into their jobs' lists.",
+            s.history_unfiled as i64,
+        ),
+        one(
+            "redbike_python_peer_seen",
+            "1 while the evidence of a Python redbike process on the prefix lasts (idle processes then look every second), else 0.",
+            i64::from(s.python_seen.is_some()),
         ),
         Gauge {
             name: "redbike_queue_paused_since_seconds",
@@ -948,7 +1010,41 @@ mod tests {
                 since: 50,
                 note: "disk full".into(),
             }],
+            history_unfiled: 7,
+            python_seen: Some(PythonSeen {
+                evidence: "90 worker w-1: job j:A was queued without a wake-up".into(),
+                expires_in_seconds: 3500,
+            }),
         }
+    }
+
+    #[test]
+    fn unfiled_history_and_python_peers_in_every_format() {
+        let mut s = sample();
+        let prom = render_prometheus(&s);
+        for line in [
+            "redbike_history_unfiled{prefix=\"p\\\"x\"} 7\n",
+            "redbike_python_peer_seen{prefix=\"p\\\"x\"} 1\n",
+        ] {
+            assert!(prom.contains(line), "{line} in {prom}");
+        }
+        let text = render_text(&s);
+        assert!(
+            text.contains("; 7 history entr(ies) not yet filed\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("python      a Python redbike process was seen (90 worker w-1: job j:A was queued without a wake-up); idle processes look every second for 3500s more\n"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&s, Format::Json)).unwrap();
+        assert_eq!(json["history_unfiled"], 7);
+        assert_eq!(json["python_seen"]["expires_in_seconds"], 3500);
+        s.python_seen = None;
+        assert!(render_prometheus(&s).contains("redbike_python_peer_seen{prefix=\"p\\\"x\"} 0\n"));
+        assert!(render_text(&s).contains("python      none seen in the last hour\n"));
+        let json: serde_json::Value = serde_json::from_str(&render(&s, Format::Json)).unwrap();
+        assert_eq!(json["python_seen"], serde_json::Value::Null);
     }
 
     #[test]

@@ -507,8 +507,15 @@ fn burst(t: &Setup, n: usize, backlog: u64) {
 fn a_burst_leaves_its_entries_unfiled_where_readers_find_them_then_they_are_filed() {
     let t = setup();
     burst(&t, 30, 1000);
-    // Within the backlog: no key per job yet, every entry unfiled.
+    // Within the backlog: no key per job yet, every entry unfiled, as stats says.
     assert_eq!(unfiled(&t), 30);
+    let stats = |t: &Setup| -> Value {
+        let out = bike(&t.s, t.d.path())
+            .args(["stats", "--format", "json"])
+            .ok();
+        serde_json::from_str(&out).unwrap()
+    };
+    assert_eq!(stats(&t)["history_unfiled"], 30);
     assert_eq!(job_lists(&t), Vec::<String>::new());
     let list = entries(&t, &["n7:A"]);
     assert_eq!(outcomes(&list), ["ok"]);
@@ -521,6 +528,7 @@ fn a_burst_leaves_its_entries_unfiled_where_readers_find_them_then_they_are_file
     let w = t.worker(&["A"]);
     assert!(wait_until(5.0, || unfiled(&t) == 0));
     t.stop(w);
+    assert_eq!(stats(&t)["history_unfiled"], 0);
     assert_eq!(job_lists(&t).len(), 30);
     let len: usize = t.s.con().llen("t-history-n7:A").unwrap();
     assert_eq!(len, 1);

@@ -479,6 +479,13 @@ fn queue_python_style(t: &Setup, id: &str) {
 #[test]
 fn jobs_queued_without_a_wake_up_are_found_within_the_quiet_bound_then_every_second() {
     let t = Setup::new();
+    let stats = |t: &Setup| -> serde_json::Value {
+        let out = bike(&t.s, t.d.path())
+            .args(["stats", "--format", "json"])
+            .ok();
+        serde_json::from_str(&out).unwrap()
+    };
+    assert_eq!(stats(&t)["python_seen"], serde_json::Value::Null);
     let w = t.worker(&["A"]);
     assert!(wait_subscribed(&t.s, "t-wake-A"));
     // Quiet: only the safety poll (every 10 s) finds it, which is the evidence.
@@ -494,6 +501,11 @@ fn jobs_queued_without_a_wake_up_are_found_within_the_quiet_bound_then_every_sec
         ),
         "{seen:?}"
     );
+    // stats says so, and for how long.
+    let python = stats(&t)["python_seen"].clone();
+    assert_eq!(python["evidence"].as_str(), seen.as_deref(), "{python}");
+    let left = python["expires_in_seconds"].as_i64().unwrap();
+    assert!((3590..=3600).contains(&left), "{python}");
     // From now on it polls every second.
     queue_python_style(&t, "py2:A");
     assert!(wait_until(2.0, || t.runs() == ["py1:A", "py2:A"]));

@@ -101,6 +101,8 @@ fn json_with_scan_has_every_figure() {
             "recent_failures": 0},
         "paused_jobs": 0,
         "paused_queues": [],
+        "history_unfiled": 0,
+        "python_seen": null,
     });
     assert_eq!(got, expected);
 }
@@ -159,6 +161,8 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
         // recent runs (at most 1000 entries).
         "hmget",
         "lrange",
+        // The evidence of a Python peer and its time left.
+        "pttl",
     ];
     // Connection set-up and this test's own INFO and CONFIG.
     let setup = [
@@ -214,7 +218,8 @@ workers     A: 0, B: 0
 overdue     2 job(s) due for over 60s and not dispatched: no dispatcher runs, or HALT is set
 queue       A: 2 waiting, the oldest for {}s
 queue       B: 1 waiting, the oldest for an unknown time (its status is not ENQ)
-runs        0 per minute, 0 failure(s) in the last minute; lateness p50 -, p99 - (0 run(s) of the last minute)
+runs        0 per minute, 0 failure(s) in the last minute; lateness p50 -, p99 - (0 run(s) of the last minute); 0 history entr(ies) not yet filed
+python      none seen in the last hour
 ",
         t - 100,
         t - 1000
@@ -389,6 +394,8 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
         ),
         (series("redbike_redis_persistence", &[]), 0),
         (series("redbike_paused_jobs", &[]), 0),
+        (series("redbike_history_unfiled", &[]), 0),
+        (series("redbike_python_peer_seen", &[]), 0),
         (hazard("eviction-policy"), 0),
         (hazard("no-persistence"), 1),
         (hazard("memory-near-limit"), 0),
