@@ -1205,8 +1205,15 @@ fn cmd_stats(
 fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
     let mut listed: Vec<registry::Listed> = Vec::new();
     let mut first = true;
+    let mut python_seen: Option<String> = None;
     for config in shard::checked_all(config)? {
-        let part = with_store(&config.redis, |store| Ok(registry::list(store)?))?;
+        let part = with_store(&config.redis, |store| {
+            let seen: Option<String> = redis::cmd("GET")
+                .arg(&store.keys.python_seen)
+                .query(store.con)?;
+            python_seen = python_seen.take().or(seen);
+            Ok(registry::list(store)?)
+        })?;
         if first {
             listed = part;
             first = false;
@@ -1238,6 +1245,9 @@ fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
             "redbike: no dispatcher or worker is registered under prefix {} (Python processes never are)",
             config.prefix
         );
+    }
+    if let (Some(seen), ps::Format::Table) = (python_seen, format) {
+        say!("redbike: a Python redbike process shares this prefix, which ps cannot list (it does not register): {seen}");
     }
     Ok(ExitCode::Success)
 }

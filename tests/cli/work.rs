@@ -501,6 +501,15 @@ fn jobs_queued_without_a_wake_up_are_found_within_the_quiet_bound_then_every_sec
         ),
         "{seen:?}"
     );
+    // ps says so (a Python process is not listed), and stats for how long.
+    let listed = bike(&t.s, t.d.path()).args(["ps"]).run().success();
+    assert!(
+        listed
+            .stderr
+            .contains("a Python redbike process shares this prefix"),
+        "{}",
+        listed.stderr
+    );
     // stats says so, and for how long.
     let python = stats(&t)["python_seen"].clone();
     assert_eq!(python["evidence"].as_str(), seen.as_deref(), "{python}");
