@@ -193,6 +193,29 @@ local function bad_number(value, lo, hi, what)
   return nil
 end
 
+-- wrong_type for the keys of `job_keys` (`k`), then the pairs of `more` (key, type...).
+local function wrong_job_type(k, more)
+  local list = {k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
+    k.queue, "list", k.members, "set", k.lease, "string"}
+  for _, v in ipairs(more) do
+    list[#list + 1] = v
+  end
+  return wrong_type(list)
+end
+
+-- Places one job as `place` does and stores its schedule: `stored`, or
+-- `stored_if_running` when it runs and could not be queued (see place.lua).
+local function place_and_store(k, jobid, action, due, now, queue_wake, timeline_wake,
+                               stored, stored_if_running)
+  local result = place(k, jobid, action, due, now, queue_wake, timeline_wake)
+  if result == "running" then
+    redis.call("HSET", k.schedules, jobid, stored_if_running)
+  else
+    redis.call("HSET", k.schedules, jobid, stored)
+  end
+  return result
+end
+
 -- The lease key of a job id without ':' (its own queue) can be another queue's list
 -- (job A's lease is the list of queue A-A): its type is checked like the others.
 local function own_queue(jobid)

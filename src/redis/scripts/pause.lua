@@ -10,8 +10,7 @@
 local k = job_keys()
 local jobid, entry, now = ARGV[1], ARGV[2], ARGV[3]
 local paused_key, rerun = KEYS[7], KEYS[8]
-local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
-  k.queue, "list", k.members, "set", k.lease, "string", paused_key, "hash", rerun, "hash"})
+local bad = wrong_job_type(k, {paused_key, "hash", rerun, "hash"})
 if bad then
   return bad
 end

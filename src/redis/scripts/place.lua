@@ -10,8 +10,7 @@
 -- Returns the placement's result, or "paused".
 local k = job_keys()
 local jobid = ARGV[1]
-local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
-  k.queue, "list", k.members, "set", k.lease, "string", KEYS[7], "hash"})
+local bad = wrong_job_type(k, {KEYS[7], "hash"})
   or (ARGV[3] == "timeline" and bad_number(ARGV[4], 0, MAX_UNIX, "due time"))
 if bad then
   return bad
@@ -20,10 +19,5 @@ if redis.call("HEXISTS", KEYS[7], jobid) == 1 then
   redis.call("HSET", k.schedules, jobid, ARGV[9])
   return "paused"
 end
-local result = place(k, jobid, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7])
-if result == "running" then
-  redis.call("HSET", k.schedules, jobid, ARGV[8])
-else
-  redis.call("HSET", k.schedules, jobid, ARGV[2])
-end
-return result
+return place_and_store(k, jobid, ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[2],
+  ARGV[8])

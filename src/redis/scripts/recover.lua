@@ -25,9 +25,8 @@ local action, due, now, store = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local h = {history = KEYS[9], recent_runs = KEYS[10], recent_failures = KEYS[11],
            due = KEYS[12]}
 local entry = ARGV[10]
-local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
-  k.queue, "list", k.members, "set", k.lease, "string", k.failures, "hash",
-  k.leases, "zset", KEYS[13], "hash", KEYS[14], "hash"})
+local bad = wrong_job_type(k, {k.failures, "hash", k.leases, "zset", KEYS[13], "hash",
+  KEYS[14], "hash"})
   or (action == "timeline" and bad_number(due, 0, MAX_UNIX, "due time"))
   or bad_number(ARGV[11], 0, 1000000, "history limit")
   or bad_number(ARGV[12], 1, 1000000, "recent runs kept")

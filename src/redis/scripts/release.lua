@@ -8,8 +8,7 @@
 -- or "gone" (unset while held).
 local k = job_keys()
 local jobid, tag, now = ARGV[1], ARGV[2], ARGV[3]
-local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
-  k.queue, "list", k.members, "set", k.lease, "string", KEYS[7], "zset"})
+local bad = wrong_job_type(k, {KEYS[7], "zset"})
 if bad then
   return bad
 end

@@ -9,8 +9,7 @@
 -- the one read (the caller reads again), else the placement's result.
 local k = job_keys()
 local jobid = ARGV[1]
-local bad = wrong_type({k.schedules, "hash", k.statuses, "hash", k.timeline, "zset",
-  k.queue, "list", k.members, "set", k.lease, "string", KEYS[7], "hash"})
+local bad = wrong_job_type(k, {KEYS[7], "hash"})
   or (ARGV[4] == "timeline" and bad_number(ARGV[5], 0, MAX_UNIX, "due time"))
 if bad then
   return bad
@@ -22,10 +21,5 @@ if (redis.call("HGET", k.schedules, jobid) or "\0") ~= ARGV[2] then
   return "changed"
 end
 redis.call("HDEL", KEYS[7], jobid)
-local result = place(k, jobid, ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8])
-if result == "running" then
-  redis.call("HSET", k.schedules, jobid, ARGV[9])
-else
-  redis.call("HSET", k.schedules, jobid, ARGV[3])
-end
-return result
+return place_and_store(k, jobid, ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[3],
+  ARGV[9])
