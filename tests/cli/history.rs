@@ -668,3 +668,44 @@ fn an_outcome_written_again_records_one_entry() {
     let recent: usize = con.llen("t-recent-runs").unwrap();
     assert_eq!(recent, 1);
 }
+
+#[test]
+fn workers_filing_together_file_each_entry_once() {
+    let t = setup();
+    let n = 3000;
+    let mut con = t.s.con();
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.hset("t-schedules", format!("f{i}:A"), "FREQ=DAILY")
+            .ignore();
+        pipe.rpush(
+            "t-unfiled-runs",
+            format!(r#"{{"j":"f{i}:A","o":"ok","e":{i}.0}}"#),
+        )
+        .ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let workers: Vec<_> = (0..3).map(|_| t.worker(&["A"])).collect();
+    assert!(
+        wait_until(20.0, || unfiled(&t) == 0),
+        "{} left",
+        unfiled(&t)
+    );
+    for w in workers {
+        t.stop(w);
+    }
+    let mut lengths = redis::pipe();
+    for i in 0..n {
+        lengths.llen(format!("t-history-f{i}:A"));
+    }
+    let lengths: Vec<usize> = lengths.query(&mut con).unwrap();
+    let wrong: Vec<(usize, &usize)> = lengths
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n != 1)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "jobs without exactly one entry: {wrong:?}"
+    );
+}
