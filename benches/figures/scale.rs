@@ -248,7 +248,7 @@ fn point(ctx: &Ctx, n: usize) -> Result<Point> {
                 con: &mut con,
                 keys: &keys,
             },
-            redbike::schedule::timestamp::now(),
+            Some(redbike::schedule::timestamp::now()),
             true,
         )?;
         dispatch.push(t.elapsed().as_secs_f64());

@@ -13,7 +13,7 @@
 
 use std::{
     sync::mpsc::{self, RecvTimeoutError},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use redis::{RedisResult, Value};
@@ -25,6 +25,7 @@ use crate::{
     dispatch::timefile,
     error::{Error, Result},
     redis::bulk,
+    redis::clock::RedisClock,
     redis::hazards::{Probe, Watch},
     redis::keys::Keys,
     redis::link::Link,
@@ -63,8 +64,8 @@ pub struct Pass {
     pub halted: bool,
     /// The earliest recovery instant in the running index, if any job is running.
     pub earliest_recovery: Option<f64>,
-    /// Redis's clock (`TIME`), which those instants are on; 0 when no job runs (an idle
-    /// pass does not read it).
+    /// Redis's clock (`TIME`), which those instants are on; 0 when the pass read none
+    /// (no job runs, and the timeline was empty or the pass was at a given point).
     pub redis_now: f64,
     /// Of the deferred, jobs whose queue's keys hold other types (`redbike check`
     /// names them): they wait on the timeline rather than fail the pass.
@@ -81,12 +82,15 @@ pub struct Pass {
     /// The earliest due instant on the timeline when the pass ended (the second that
     /// takes it).
     pub next: Option<i64>,
+    /// The point in time it took due jobs by: the given one, or Redis's clock for a
+    /// live pass that found the timeline not empty.
+    pub point: Option<i64>,
 }
 
-/// Moves every job due at or before `point` into its queue, in batches; with
-/// `history`, notes the instant each queued late was due (`P-due`, see
-/// [`crate::history`]).
-pub fn pass(store: &mut Store<'_>, point: i64, history: bool) -> redis::RedisResult<Pass> {
+/// Moves every job due at or before `point` into its queue, in batches, or, with no
+/// `point`, every job due by Redis's clock (a live pass); with `history`, notes the
+/// instant each queued late was due (`P-due`, see [`crate::history`]).
+pub fn pass(store: &mut Store<'_>, point: Option<i64>, history: bool) -> redis::RedisResult<Pass> {
     pass_with(store, point, history, None)
 }
 
@@ -94,7 +98,7 @@ pub fn pass(store: &mut Store<'_>, point: i64, history: bool) -> redis::RedisRes
 /// `Registration::beat_for_script`).
 pub fn pass_with(
     store: &mut Store<'_>,
-    point: i64,
+    point: Option<i64>,
     history: bool,
     mut beat: Option<([String; 2], [String; 3])>,
 ) -> redis::RedisResult<Pass> {
@@ -113,7 +117,7 @@ pub fn pass_with(
             usize,
             Option<String>,
             Option<f64>,
-            Option<f64>,
+            (Option<f64>, Option<i64>),
         );
         let mut call = scripts::DISPATCH.prepare_invoke();
         call.key(&store.keys.timeline)
@@ -124,7 +128,7 @@ pub fn pass_with(
             .key(&store.keys.paused)
             .key(&store.keys.python_seen)
             .arg(&store.keys.prefix)
-            .arg(point)
+            .arg(point.map_or(String::new(), |p| p.to_string()))
             .arg(BATCH)
             .arg(timestamp::now())
             .arg(if history { "1" } else { "0" });
@@ -143,7 +147,7 @@ pub fn pass_with(
             paused,
             python_seen,
             head,
-            next,
+            (next, used),
         ): Reply = call.invoke(store.con)?;
         if beat_result != 0 {
             total.beat = beat_result; // only the first batch carries one
@@ -163,6 +167,7 @@ pub fn pass_with(
         // A pass at second S takes the jobs due by S: one due at S + 0.5 (a score written
         // by hand) is taken at S + 1.
         total.next = next.map(|t| t.ceil() as i64);
+        total.point = used;
         if taken < BATCH {
             return Ok(total);
         }
@@ -172,12 +177,18 @@ pub fn pass_with(
 /// Runs the dispatcher until HALT or a stop request. Returns `Ok` on an orderly stop.
 pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()> {
     timefile::check_writable(&config.timefile)?;
-    let mut point = timefile::reference_instant(options.after, &config.timefile)?;
+    // The first pass takes what was due by the instant a stopped dispatcher got to (or
+    // `--after`); every later pass, what is due by Redis's clock.
+    let mut point = match options.after {
+        Some(ts) => Some(ts),
+        None => timefile::read(&config.timefile)?,
+    };
     crate::log_info!(
-        "dispatcher starting: prefix={} redis={} timefile={} first pass at {point}",
+        "dispatcher starting: prefix={} redis={} timefile={} first pass at {}",
         config.prefix,
         config.redis.display_url(),
-        config.timefile.display()
+        config.timefile.display(),
+        point.map_or("now (redis's clock)".to_string(), |p| p.to_string())
     );
     let (wake_tx, wake_rx) = mpsc::channel::<Wake>();
     let tx = wake_tx.clone();
@@ -190,6 +201,8 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut timefile_trouble = Trouble::new("dispatcher");
     let mut timefile_retry = Instant::now();
     let mut written = None;
+    // The point in time of the last pass that worked.
+    let mut last = point.unwrap_or_else(timestamp::now);
     let mut odd_logged = false;
     let mut recovery = Recovery::new(config.policy(), config.history_limit);
     let mut watch = Watch::new(&config.redis, "dispatcher");
@@ -243,33 +256,35 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         // queue them; lateness is measured from the clock, not from the pass's point
         // (after an outage that is the timefile's instant).
         let result = looked
-            .and_then(|()| catchup::skip_late(&mut store, config, timestamp::now()))
+            .and_then(|()| catchup::skip_late(&mut store, config, ahead.clock.second()))
             .and_then(|_| {
                 let beat = registration.due().then(|| registration.beat_for_script());
                 pass_with(&mut store, point, config.history_limit > 0, beat)
             })
             .and_then(|p| {
+                ahead.clock.heard(p.redis_now);
+                let at = p.point.unwrap_or_else(|| ahead.clock.second());
                 recovery.tick(
                     &mut store,
                     p.earliest_recovery,
                     p.redis_now,
-                    timestamp::now(),
+                    ahead.clock.second(),
                 )?;
                 // Announcements that came during the pass: jobs they name were known.
                 for w in wake_rx.try_iter() {
                     ahead.heard(w);
                 }
-                ahead.end_pass(&p, point, expected);
+                ahead.end_pass(&p, at, expected);
                 if ahead.peers.to_write() {
                     write_evidence(store.con, &mut ahead.peers, registration.id())?;
                 }
-                Ok(p)
+                Ok((p, at))
             });
         match result {
-            Ok(p) => {
+            Ok((p, at)) => {
                 link.ok();
                 link.settle();
-                log_pass(&p, point);
+                log_pass(&p, at);
                 if p.beat != 0 {
                     registration.note_script(p.beat);
                 }
@@ -284,14 +299,15 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                         crate::log_info!("no due job waits for its queue's keys any more");
                     }
                 }
-                if written != Some(point) && Instant::now() >= timefile_retry {
+                if written != Some(at) && Instant::now() >= timefile_retry {
                     let wait = report_timefile(
-                        timefile::write(&config.timefile, point),
+                        timefile::write(&config.timefile, at),
                         &mut timefile_trouble,
                     );
                     timefile_retry = Instant::now() + wait;
-                    written = Some(point);
+                    written = Some(at);
                 }
+                last = at;
                 if p.halted {
                     crate::log_info!("dispatcher stopping: control key says HALT");
                     registration.deregister(link.current());
@@ -305,7 +321,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
         }
         // Sleep until the next pass is due, or until woken.
         while !shutdown.requested() && !ahead.now {
-            let wait = ahead.sleep(point, registration.next_due(), recovery.sweep_due());
+            let wait = ahead.sleep(last, registration.next_due(), recovery.sweep_due());
             if wait.is_zero() {
                 break;
             }
@@ -321,7 +337,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             }
         }
         ahead.now = false;
-        point = timestamp::now();
+        point = None;
     }
     crate::log_info!("dispatcher stopping on signal");
     registration.deregister(link.current());
@@ -364,6 +380,8 @@ struct Ahead {
     last: Instant,
     /// When the earliest recovery instant in the running index falls due.
     recovery: Option<Instant>,
+    /// Redis's clock, which passes judge due jobs by.
+    clock: RedisClock,
 }
 
 impl Ahead {
@@ -377,6 +395,7 @@ impl Ahead {
             judging: false,
             last: Instant::now(),
             recovery: None,
+            clock: RedisClock::default(),
         }
     }
 
@@ -385,7 +404,7 @@ impl Ahead {
         match w {
             Wake::Due(Some(ts)) => {
                 self.announced = earlier(self.announced, Some(ts));
-                self.now |= ts <= timestamp::now();
+                self.now |= ts <= self.clock.second();
             }
             Wake::Due(None) | Wake::Now => self.now = true,
             Wake::Subscribed => {
@@ -437,7 +456,7 @@ impl Ahead {
     /// last pass.
     fn sleep(&self, point: i64, beat: Instant, sweep: Option<Instant>) -> Duration {
         if self.peers.fast() {
-            return until_second(timestamp::now() + 1);
+            return self.clock.until(self.clock.second() + 1);
         }
         let now = Instant::now();
         let mut until = (self.last + QUIET_POLL).min(beat);
@@ -448,7 +467,7 @@ impl Ahead {
         // A job due by the last pass's point was taken by it (or deferred): the earliest
         // a job can fall due is the next second.
         if let Some(due) = earlier(self.known, self.announced) {
-            wait = wait.min(until_second(due.max(point + 1)));
+            wait = wait.min(self.clock.until(due.max(point + 1)));
         }
         wait
     }
@@ -554,14 +573,4 @@ fn spawn_listener(
     )
     .map_err(|e| Error::io("cannot start the listener thread", e))?;
     Ok(())
-}
-
-/// Time left until unix second `second` begins (plus a millisecond, so the clock has
-/// turned); zero once it has.
-fn until_second(second: i64) -> Duration {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    let at = Duration::from_secs(second.max(0) as u64) + Duration::from_millis(1);
-    at.saturating_sub(since)
 }

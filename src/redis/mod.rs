@@ -1,4 +1,4 @@
-//! Reaching Redis: the topology (standalone, Sentinel, Cluster), connecting and retrying,
+//! Reaching Redis: its clock (the one a fleet shares), the topology (standalone, Sentinel, Cluster), connecting and retrying,
 //! the link a long-running loop keeps, the listener for wake-ups and failovers, the key
 //! names, the registry of live processes, Python peers (how often idle processes look
 //! for work), pauses, the store of schedules, the shard count a prefix records, writing
@@ -6,6 +6,7 @@
 //! scripts with the typed functions that call them.
 
 pub(crate) mod bulk;
+pub mod clock;
 pub mod hazards;
 pub(crate) mod history;
 pub mod keys;

@@ -14,6 +14,7 @@ use redis::Value;
 use crate::{
     error::{Error, Result},
     policy::{decide, End, Outcome, Policy},
+    redis::clock::RedisClock,
     redis::hazards::Watch,
     redis::keys::{queue_of, Keys},
     redis::link::Link,
@@ -30,7 +31,7 @@ use crate::{
         api::{recover_after, Job, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
         claim::{self, full_tag, new_tag, Claimed, Claims, Cycle},
         filing::Filing,
-        pool::{Pool, Ready, State},
+        pool::{Ended, Pool, Ready, State},
         round_trip::{finish_results, Outbox, RoundTrip, IN_FLIGHT},
         slots::spawn_slots,
     },
@@ -122,6 +123,7 @@ pub fn run(
     );
     let mut lp = Loop {
         filing: Filing::new(settings.history_limit, settings.history_backlog),
+        clock: RedisClock::default(),
         policy: settings.policy(),
         runner,
         settings,
@@ -193,6 +195,8 @@ pub(super) struct Loop {
     unannounced: Option<(Instant, Option<String>)>,
     /// The run history entries left unfiled, and when to file them.
     filing: Filing,
+    /// Redis's clock, from the claims' replies: a job's next run is decided on it.
+    clock: RedisClock,
 }
 
 impl Loop {
@@ -956,12 +960,21 @@ impl Loop {
         worker_scripts::add_release(pipe, &self.keys, &release);
     }
 
+    /// The instant a job's next run is decided from: Redis's clock, never before the
+    /// claim of the run that ended (that claim came after the occurrence it served fell
+    /// due on Redis's clock, so the next run is a later occurrence; see
+    /// [`crate::redis::clock`]), in whole seconds.
+    fn reference(&self, f: &Ended) -> i64 {
+        let claimed = f.job.claimed_at.unwrap_or(f64::MIN);
+        self.clock.now().max(claimed).floor() as i64
+    }
+
     /// Adds one finish.lua call for every pending outcome to `pipe`.
     fn add_finish(&self, pipe: &mut redis::Pipeline, now: i64) {
         let history = self.settings.history_limit > 0;
         let runs = self.outbox.pending.iter().map(|f| {
             let schedule = f.job.schedule.as_deref();
-            let decision = decide(&f.job.id, schedule, &f.end, now, &self.policy);
+            let decision = decide(&f.job.id, schedule, &f.end, self.reference(f), &self.policy);
             let (entry, kind) = match history {
                 true => run_entry(f, &decision),
                 false => (String::new(), ""),
@@ -1235,6 +1248,9 @@ impl Loop {
             .next()
             .and_then(|v| redis::from_redis_value::<String>(v).ok())
             .and_then(|s| s.parse::<f64>().ok());
+        if let Some(t) = claimed_at {
+            self.clock.heard(t);
+        }
         // A claim sent since started where this one was expected to end; its reply
         // corrects the cursor in turn.
         if let (Some(Ok(cursor)), false) =
@@ -1342,7 +1358,7 @@ impl Loop {
 /// Made from the run alone (not the time of the write), so an outcome written again
 /// makes the same entry, which finish.lua then recognises. Borrowed from the run: a
 /// worker of short jobs makes many.
-fn run_entry(f: &crate::work::pool::Ended, d: &crate::policy::Decision) -> (String, &'static str) {
+fn run_entry(f: &Ended, d: &crate::policy::Decision) -> (String, &'static str) {
     use crate::history::{millis, origin, Outcome as H, Stored, WORKER};
     use crate::policy::Mode;
     use std::borrow::Cow;

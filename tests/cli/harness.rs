@@ -243,6 +243,32 @@ pub fn bike(server: &RedisServer, dir: &Path) -> Bike {
     b
 }
 
+/// [`bike`] on a machine whose clock is `offset` off the test's (libfaketime's form:
+/// `+0.05s`, `-3s`), preloaded into the process itself (the `faketime` command forks,
+/// so a signal to it would miss redbike). `None` (and a [`skip`]) where libfaketime is
+/// missing. Its monotonic clock is left alone, as another machine's would be: only the
+/// wall clock differs between hosts.
+pub fn bike_skewed(server: &RedisServer, dir: &Path, offset: &str) -> Option<Bike> {
+    let Some(lib) = libfaketime() else {
+        skip("libfaketime not found (apt-get install faketime)");
+        return None;
+    };
+    let mut b = bike(server, dir);
+    b.cmd
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME", offset)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    Some(b)
+}
+
+/// The multi-threaded libfaketime of Debian's `faketime` package, if installed.
+fn libfaketime() -> Option<PathBuf> {
+    std::fs::read_dir("/usr/lib").ok()?.flatten().find_map(|d| {
+        let lib = d.path().join("faketime/libfaketimeMT.so.1");
+        lib.exists().then_some(lib)
+    })
+}
+
 /// Runs `redbike` in `dir` with no Redis settings at all.
 pub fn bare(dir: &Path) -> Bike {
     bare_via(dir, &[])
@@ -289,6 +315,14 @@ impl Bike {
     /// Removes an environment variable.
     pub fn env_remove(mut self, k: &str) -> Bike {
         self.cmd.env_remove(k);
+        self
+    }
+
+    /// Puts it in a process group of its own (as a shell's job control does), so that
+    /// the test can stop the whole group.
+    pub fn own_group(mut self) -> Bike {
+        use std::os::unix::process::CommandExt;
+        self.cmd.process_group(0);
         self
     }
 
@@ -501,6 +535,29 @@ pub fn process_group(pid: i32) -> Option<i32> {
     // SAFETY: getpgid(2) touches no memory of ours.
     let pgid = unsafe { libc::getpgid(pid) };
     (pgid > 0).then_some(pgid)
+}
+
+/// The pids of the live children of `parent` whose command name is `name`.
+pub fn children_named(parent: u32, name: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            // /proc/PID/stat: `pid (comm) state ppid ...`; comm may hold spaces.
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                return false;
+            };
+            let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            &stat[open + 1..close] == name
+                && rest.first() != Some(&"Z")
+                && rest.get(1) == Some(&parent.to_string().as_str())
+        })
+        .collect()
 }
 
 /// Polls `cond` every 10 ms until it holds or `secs` pass; returns whether it held.

@@ -3,6 +3,7 @@
 mod bad_input;
 mod catchup;
 mod check;
+mod clocks;
 mod collisions;
 mod control;
 mod deploy;

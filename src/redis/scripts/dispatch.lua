@@ -17,8 +17,14 @@
 -- timeline without being queued, with status PAU.
 -- KEYS: timeline, statuses, control, leases, due, paused, python-seen[, procs, this
 --       dispatcher's description key]
--- ARGV: prefix, point in time, limit, now, history ("1" = write the due fields)[,
---       process id, description (JSON), ttl]
+-- ARGV: prefix, point in time ("" = Redis's clock: a live pass), limit, now (the
+--       statuses' time of a pass at a given point), history ("1" = write the due
+--       fields)[, process id, description (JSON), ttl]
+-- A live pass judges what is due on Redis's clock, and writes its statuses with it, so
+-- that the machines' clocks play no part in which occurrence is due (a worker decides
+-- the next one from the clock its claim read: see crate::redis::clock). A pass at a
+-- given point (the first after a stop, from the timefile or --after) takes what was
+-- due by then.
 -- A due job that is running (its lease exists) stays on the timeline, due again in a
 -- second, so a run placed while it ran is not lost (0.13.1 drops it), announced on the
 -- timeline's wake channel so that other dispatchers know it; a job already in its queue
@@ -26,12 +32,14 @@
 -- Returns {taken, enqueued, deferred (running, or its queue's keys of another type),
 -- halted 0/1, earliest recovery or false, deferred for their queue's keys' types,
 -- Redis's clock (seconds, as a string: an integer reply would cut it; "0" when the
--- running index is empty), heartbeat: 1
+-- pass read none: the running index and, for a live pass, the timeline empty), heartbeat: 1
 -- written, 0 none asked, -1 refused (procs holds another type: the pass goes on),
 -- paused jobs dropped, python-seen's value or false, the timeline's first score when
--- the pass began or false, its first score when the pass ended or false}
+-- the pass began or false, {its first score when the pass ended or false, the point in
+-- time the pass took due jobs by or false (none: the timeline was empty)}}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
+local live = ARGV[2] == ""
 -- An idle pass only reads (the control key, the heads of the running index and of the
 -- timeline) and counts against the budget of an idle dispatcher (at most 5 commands a
 -- second, BENCHMARKS.md): so the reads come first, with pcall, and the type checks (a
@@ -60,8 +68,15 @@ end
 local halted = control[1] == "HALT" and 1 or 0
 local python = control[2]
 local lease = head[2] or false
--- Redis's clock, only needed to compare the earliest recovery instant with.
-local clock = lease and string.format("%.6f", redis_time()) or "0"
+-- Redis's clock, only needed to compare the earliest recovery instant, or, in a live
+-- pass, the timeline's head with.
+local time = (lease or (live and #first > 0)) and redis_time()
+local clock = time and string.format("%.6f", time) or "0"
+local point = ARGV[2]
+if live then
+  point = time and math.floor(time)
+  now = point or now
+end
 -- The heartbeat: SADD first (it fails on a key of another type, before anything is
 -- written), then the description.
 local beat = 0
@@ -74,8 +89,8 @@ if ARGV[6] then
   end
 end
 local head = first[2] or false
-if #first == 0 or tonumber(first[2]) > tonumber(ARGV[2]) then
-  return {0, 0, 0, halted, lease, 0, clock, beat, 0, python, head, head}
+if #first == 0 or tonumber(first[2]) > tonumber(point) then
+  return {0, 0, 0, halted, lease, 0, clock, beat, 0, python, head, {head, point or false}}
 end
 -- Due jobs: from here on the pass writes, so every key it touches is checked first.
 local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset",
@@ -83,7 +98,7 @@ local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", K
 if bad then
   return bad
 end
-local with_scores = redis.call("ZRANGEBYSCORE", timeline, "-inf", ARGV[2], "WITHSCORES",
+local with_scores = redis.call("ZRANGEBYSCORE", timeline, "-inf", point, "WITHSCORES",
   "LIMIT", 0, tonumber(ARGV[3]))
 local due, score = {}, {}
 for i = 1, #with_scores, 2 do
@@ -174,4 +189,4 @@ if deferred > 0 then
 end
 local after = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
 return {#due, enqueued, deferred, halted, lease, odd, clock, beat, paused, python, head,
-  after[2] or false}
+  {after[2] or false, point}}
