@@ -256,6 +256,8 @@ pub fn cannot_fix(e: &redis::RedisError) -> Option<&'static str> {
         || text.contains("No permissions to access")
     {
         Some("grant the ACL user the commands, keys and channels that docs/deployments.md lists under Security / ACL")
+    } else if has("SPLIT") {
+        Some("another process split the prefix into shards: give this one the same `shards` setting (see docs/deployments.md, shards)")
     } else if has("WRONGTYPE") {
         Some("a key of the prefix holds the wrong type of value: find it with `redbike check` (or TYPE) and delete or rename it")
     } else if text.contains("DB index is out of range") || text.contains("invalid DB index") {

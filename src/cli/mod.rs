@@ -686,6 +686,9 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
     })?;
     print_line(&match resumed {
         control::Resumed::NotPaused => format!("{id}: not paused; nothing changed"),
+        control::Resumed::RunAsked => format!(
+            "{id}: resumed; the run asked with `redbike run` comes first, then it goes back per its schedule"
+        ),
         control::Resumed::Placed(placement, placed) => {
             format!("{} (resumed)", describe_placement(id, placement, placed))
         }

@@ -57,6 +57,9 @@ pub enum Resumed {
     NotPaused,
     /// Placed per its schedule from now.
     Placed(Placement, Placed),
+    /// Left in its queue for the run asked while it was paused (`redbike run`); placed
+    /// per its schedule after that run.
+    RunAsked,
 }
 
 fn unknown(id: &str) -> Error {
@@ -187,6 +190,7 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
             inv.key(key);
         }
         inv.key(&k.paused)
+            .key(&k.rerun)
             .arg(id)
             .arg(&text)
             .arg(&item.stored)
@@ -200,6 +204,7 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
         match reply.as_str() {
             "not-paused" => return Ok(Resumed::NotPaused),
             "changed" => continue,
+            "asked" => return Ok(Resumed::RunAsked),
             placed => return Ok(Resumed::Placed(placement, placed_of(placed))),
         }
     }

@@ -279,7 +279,7 @@ impl Store<'_> {
         for key in self.keys.job_keys(&item.jobid) {
             inv.key(key);
         }
-        inv.key(&self.keys.paused);
+        inv.key(&self.keys.paused).key(&self.keys.shards);
         inv.arg(&item.jobid)
             .arg(&item.stored)
             .arg(act)
@@ -305,6 +305,7 @@ impl Store<'_> {
                 .key(&self.keys.statuses)
                 .key(&self.keys.timeline)
                 .key(&self.keys.paused)
+                .key(&self.keys.shards)
                 .arg(&self.keys.prefix)
                 .arg(now);
             let mut queues = std::collections::BTreeSet::new();

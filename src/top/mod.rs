@@ -499,6 +499,7 @@ fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
         }),
         Action::Resume(id) => control::resume_job(store, config, id, now).map(|r| match r {
             Resumed::NotPaused => format!("{id}: was not paused; nothing changed"),
+            Resumed::RunAsked => format!("{id}: resumed; the asked run comes first"),
             Resumed::Placed(Placement::Timeline(ts), _) => {
                 format!("{id}: resumed; next run at {}", timestamp::iso_utc(ts))
             }

@@ -15,6 +15,13 @@
 //! sends SIGKILL to every process group listed in a table both share (one entry per
 //! slot, 0 when the slot runs nothing).
 //!
+//! The guard leads a process group of its own, so that stopping the worker's group
+//! (`kill -STOP -PGID`, Ctrl-Z in a shell) does not stop the guard with it: the jobs,
+//! which lead their own groups, are then fenced like those of a frozen worker. A guard
+//! that dies (kill -9) is noticed by the worker before the next job starts and at the
+//! next heartbeat, and a new one takes over the same table, so that a worker never
+//! runs on unguarded for longer than a heartbeat.
+//!
 //! Fencing: each entry also holds the instant until which the worker confirmed the job
 //! to Redis (see `FENCE_AFTER` in `work/api.rs`). The worker's heartbeats push it on
 //! after each refresh Redis acknowledged; when it passes, the guard sends the job's
@@ -23,7 +30,10 @@
 
 use std::{
     os::fd::{AsRawFd, OwnedFd},
-    sync::atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering},
+    sync::{
+        atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering},
+        Mutex,
+    },
     time::{Duration, Instant},
 };
 
@@ -66,6 +76,12 @@ struct Table {
 pub struct Guard {
     /// The shared table.
     table: *const Table,
+    /// The guard process now watching; replaced when it dies.
+    process: Mutex<Process>,
+}
+
+/// One guard process, from the worker's side.
+struct Process {
     /// The pipe's write end; the guard wakes up when it is closed.
     alive: Option<OwnedFd>,
     /// The guard's process id.
@@ -87,24 +103,43 @@ impl Guard {
             grace.as_nanos().min(i64::MAX as u128) as i64,
             Ordering::SeqCst,
         );
-        let (read, write) =
-            std::io::pipe().map_err(|e| Error::io("cannot make the job guard's pipe", e))?;
-        let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
-        // SAFETY: the child runs only async-signal-safe calls (see `guard_main`) and
-        // never returns, as fork(2) in a multi-threaded process requires.
-        let pid = unsafe { libc::fork() };
-        match pid {
-            -1 => Err(Error::io(
-                "cannot start the job guard",
-                std::io::Error::last_os_error(),
-            )),
-            // SAFETY: in the child: see above.
-            0 => unsafe { guard_main(read.as_raw_fd(), table) },
-            pid => Ok(Guard {
-                table,
-                alive: Some(write),
-                pid,
-            }),
+        let process = spawn(table)?;
+        Ok(Guard {
+            table,
+            process: Mutex::new(process),
+        })
+    }
+
+    /// Makes sure a guard watches: when the guard process died (killed, say), starts a
+    /// new one on the same table, with one line at error level. The worker calls this
+    /// before each job starts and at each heartbeat.
+    pub fn ensure(&self) {
+        let Ok(mut process) = self.process.lock() else {
+            return;
+        };
+        let mut status = 0;
+        // SAFETY: waitpid on our own child writes only `status`.
+        if unsafe { libc::waitpid(process.pid, &mut status, libc::WNOHANG) } != process.pid {
+            return;
+        }
+        let how = match libc::WIFSIGNALED(status) {
+            true => format!("was killed by signal {}", libc::WTERMSIG(status)),
+            false => format!("exited with {}", libc::WEXITSTATUS(status)),
+        };
+        match spawn(self.table) {
+            Ok(new) => {
+                crate::log_error!(
+                    "the job guard (pid {}) {how}: started a new one (pid {}); running jobs were unguarded meanwhile",
+                    process.pid,
+                    new.pid
+                );
+                *process = new;
+            }
+            // The dead one is reaped: tried again at the next heartbeat.
+            Err(e) => crate::log_error!(
+                "the job guard (pid {}) {how}, and a new one cannot start: {e}; jobs run unguarded until one does",
+                process.pid
+            ),
         }
     }
 
@@ -154,16 +189,48 @@ impl Drop for Guard {
     fn drop(&mut self) {
         // Closing the pipe tells the guard to finish (every slot is 0 by now, so it
         // kills nothing); then reap it.
-        self.alive = None;
+        let pid = match self.process.get_mut() {
+            Ok(p) => {
+                p.alive = None;
+                p.pid
+            }
+            Err(e) => {
+                let p = e.into_inner();
+                p.alive = None;
+                p.pid
+            }
+        };
         // SAFETY: waitpid on our own child writes only the null status pointer's target
         // (none). The mapping is unmapped after the guard is gone.
         unsafe {
-            libc::waitpid(self.pid, std::ptr::null_mut(), 0);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
             libc::munmap(
                 self.table as *mut libc::c_void,
                 std::mem::size_of::<Table>(),
             );
         }
+    }
+}
+
+/// Forks a guard process watching `table`.
+fn spawn(table: *const Table) -> Result<Process> {
+    let (read, write) =
+        std::io::pipe().map_err(|e| Error::io("cannot make the job guard's pipe", e))?;
+    let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
+    // SAFETY: the child runs only async-signal-safe calls (see `guard_main`) and
+    // never returns, as fork(2) in a multi-threaded process requires.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(Error::io(
+            "cannot start the job guard",
+            std::io::Error::last_os_error(),
+        )),
+        // SAFETY: in the child: see above.
+        0 => unsafe { guard_main(read.as_raw_fd(), table) },
+        pid => Ok(Process {
+            alive: Some(write),
+            pid,
+        }),
     }
 }
 
@@ -222,6 +289,10 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
         // SAFETY: ignoring a signal installs no handler of ours.
         unsafe { libc::signal(sig, libc::SIG_IGN) };
     }
+    // A process group of its own: stopping the worker's group (job control, `kill -STOP
+    // -PGID`) must not stop the guard, which then fences the jobs as for a frozen worker.
+    // SAFETY: setpgid(2) takes integers only.
+    unsafe { libc::setpgid(0, 0) };
     // SAFETY: PR_SET_NAME reads a NUL-terminated name of at most 16 bytes.
     unsafe { libc::prctl(libc::PR_SET_NAME, c"redbike-guard".as_ptr()) };
     // SAFETY: the caller passes the mapping of map_table, which outlives this process.

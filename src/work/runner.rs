@@ -382,6 +382,8 @@ impl JobRunner for CommandRunner {
     }
 
     fn run(&self, job: &Job) -> (Outcome, RunDetails) {
+        // No job starts without a guard process watching (one killed is replaced).
+        self.guard.ensure();
         let failed = |why: String| (Outcome::Failed(why), RunDetails::default());
         let backoff_file = self.backoff_file(job.slot);
         if let Err(e) = prepare_backoff(&backoff_file) {
@@ -463,6 +465,7 @@ impl JobRunner for CommandRunner {
     }
 
     fn confirm(&self, job: &Job, fence_at: std::time::Instant) {
+        self.guard.ensure();
         // Under the lock, as in `stop`: the slot may have moved on to another job.
         let Ok(pids) = self.pids.lock() else {
             return;

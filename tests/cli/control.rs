@@ -261,6 +261,56 @@ fn pause_keeps_the_schedule_and_resume_places_it_from_now() {
 }
 
 #[test]
+fn a_paused_one_off_cut_short_keeps_its_run_for_resume_and_backups() {
+    let t = Setup::new();
+    t.set("hang:A", "NOW");
+    let mut w = Bg(Some(t.worker(&["A", "--grace", "1"])));
+    assert!(t.wait_status("hang:A", "WRK"));
+    ctl(&t, &["pause", "hang:A"]);
+    // Its worker dies mid-run: the run is cut short, so the one-off's run is still to
+    // come; a dispatcher recovers it, paused.
+    let _ = w.0.as_mut().unwrap().kill();
+    let _ = w.0.as_mut().unwrap().wait();
+    let disp = Bg(Some(bike(&t.s, t.d.path()).args(["dispatch"]).spawn()));
+    assert!(wait_until(30.0, || {
+        let left: bool = t.s.con().exists("t-leases").unwrap();
+        !left
+    }));
+    assert!(t.wait_status("hang:A", "PAU"));
+    // A backup keeps the pending run.
+    let backup = ctl(&t, &["schedules"]);
+    assert!(backup.contains("hang:A,NOW"), "{backup}");
+    assert_eq!(
+        ctl(&t, &["resume", "hang:A"]),
+        "hang:A: enqueued (resumed)\n"
+    );
+    assert!(queued(&t, "hang:A"));
+    drop(disp);
+}
+
+#[test]
+fn resume_after_run_of_a_paused_job_keeps_the_asked_run() {
+    let t = Setup::new();
+    t.set("r:A", "FREQ=DAILY;BYHOUR=3");
+    ctl(&t, &["pause", "r:A"]);
+    ctl(&t, &["run", "r:A"]);
+    assert!(queued(&t, "r:A"));
+    assert_eq!(
+        ctl(&t, &["resume", "r:A"]),
+        "r:A: resumed; the run asked with `redbike run` comes first, then it goes back per its schedule\n"
+    );
+    assert!(queued(&t, "r:A") && !paused(&t, "r:A"));
+    let rerun: bool = t.s.con().exists("t-rerun").unwrap();
+    assert!(!rerun, "a marker was left behind");
+    bike(&t.s, t.d.path()).args(["check"]).run().success();
+    // The asked run runs, then the job goes back per its schedule.
+    let w = Bg(Some(t.worker(&["A"])));
+    assert!(t.wait_runs(1));
+    assert!(wait_until(10.0, || score(&t.s, "r:A").is_some()));
+    halt(&t, w);
+}
+
+#[test]
 fn a_running_job_paused_finishes_then_stays_out_and_run_runs_it_once() {
     let t = Setup::new();
     t.set("sleep:A", "CONTINUE");

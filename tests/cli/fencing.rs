@@ -79,6 +79,7 @@ impl Fence {
     /// A worker of queue A reaching Redis at `url`, with `env` and `args` added.
     fn worker(&self, url: &str, env: &[(&str, &str)], args: &[&str]) -> Bg {
         let mut b = bare(self.d.path())
+            .own_group()
             .env("REDBIKE_REDIS_URL", url)
             .env("TEST_LOG", self.log())
             .env("TEST_BIKE", BIN)
@@ -226,6 +227,71 @@ fn a_frozen_worker_never_overlaps_the_recovered_run() {
 }
 
 #[test]
+fn a_stopped_process_group_never_overlaps_the_recovered_run() {
+    // `kill -STOP -PGID`, or Ctrl-Z in a shell: the worker and everything in its group
+    // stop, but not the jobs, which lead groups of their own; the guard, in a group of
+    // its own too, fences them.
+    let t = Fence::new();
+    let url = t.s.url();
+    let group = |w: &Child, sig| {
+        let pgid = process_group(w.id() as i32).expect("the worker's group");
+        assert_eq!(pgid, w.id() as i32, "the worker leads its group");
+        assert!(send_signal(-pgid, sig));
+    };
+    fenced_and_run_again(
+        &t,
+        &url,
+        |w| group(w, libc::SIGSTOP),
+        |w| group(w, libc::SIGCONT),
+    );
+}
+
+#[test]
+fn a_dead_guard_is_replaced_before_its_worker_dies_too() {
+    let t = Fence::new();
+    t.set("long:A", "CONTINUE");
+    let disp = t.dispatcher();
+    let w1 = t.worker(&t.s.url(), &[], &["--grace", "1"]);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    let pid = w1.child().id();
+    let guards = children_named(pid, "redbike-guard");
+    assert_eq!(guards.len(), 1, "{guards:?}");
+    assert!(send_signal(guards[0], libc::SIGKILL));
+    // The worker notices at its next heartbeat (about a second) and starts another.
+    assert!(
+        wait_until(5.0, || {
+            let now = children_named(pid, "redbike-guard");
+            now.len() == 1 && now[0] != guards[0]
+        }),
+        "no new guard: {}",
+        stderr_of(w1.child())
+    );
+    assert!(stderr_of(w1.child()).contains("the job guard (pid"));
+    let watch = watch(&t);
+    let w2 = t.worker(&t.s.url(), &[], &["--grace", "1"]);
+    thread::sleep(Duration::from_millis(500));
+    // The worker dies: the new guard kills its job, which a dispatcher then recovers
+    // onto the second worker.
+    signal(w1.child(), libc::SIGKILL);
+    assert!(
+        wait_until(20.0, || t.runs().len() >= 2),
+        "the job did not run again: {:?}",
+        t.runs()
+    );
+    thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        watch.stop().most,
+        1,
+        "two runs alive at once: {:?}",
+        t.runs()
+    );
+    let runs = t.runs();
+    assert_eq!(runs[1].ppid, w2.child().id(), "{runs:?}");
+    w1.finish(5.0);
+    t.stop(vec![w2, disp]);
+}
+
+#[test]
 fn a_worker_cut_off_from_redis_never_overlaps_the_recovered_run() {
     let t = Fence::new();
     let proxy = Proxy::start(t.s.port);
@@ -328,6 +394,23 @@ fn the_running_index_ignores_the_machines_clocks() {
     );
     assert_eq!(t.failure("long:A"), "");
     t.stop(vec![w1, w2, disp]);
+}
+
+#[test]
+fn tokens_never_repeat_after_redis_lost_its_data() {
+    let t = Fence::new();
+    t.set("before:A", "NOW");
+    let w = t.worker(&t.s.url(), &[], &[]);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not run");
+    // Redis comes back empty (a restart without persistence, a failover that lost the
+    // last writes): the counter is gone, and a store that kept the largest token it saw
+    // must still accept the next run's.
+    let _: () = redis::cmd("FLUSHALL").query(&mut t.s.con()).unwrap();
+    t.set("after:A", "NOW");
+    assert!(wait_until(10.0, || t.runs().len() == 2), "not run");
+    let runs = t.runs();
+    assert!(runs[1].token > runs[0].token, "{runs:?}");
+    t.stop(vec![w]);
 }
 
 #[test]

@@ -4,7 +4,10 @@
 -- Each claimed job also enters the running index (leases), scored by when it is to be
 -- recovered unless its worker refreshes it: Redis's clock plus the given delay.
 -- Each run gets a fencing token from the counter `fencing` (increasing across all
--- runs, so per job too); its lease tag is the worker's 14 random hex digits followed
+-- runs, so per job too), never below Redis's clock in microseconds: a counter that
+-- Redis lost (restarted empty, or failed over without its last writes) starts again
+-- above every token given before it, unless Redis's clock went back meanwhile. The
+-- clock fits the 16 digits until the year 2286. Its lease tag is the worker's 14 random hex digits followed
 -- by the token in 16 decimal digits: still the 30 hex digits the original writes and
 -- compares, and whoever reads the lease can tell which run holds it.
 -- Consecutive positions of the cycle on one queue are one pop; in a batch of
@@ -115,6 +118,11 @@ while taken < n and misses < #cycle do
     popped[pair] = popped[pair] or {}
   end
   if #jobs > 0 and not first_token then
+    local counter = tonumber(redis.call("GET", KEYS[4]) or 0)
+    local floor = math.floor(clock * 1000000)
+    if counter < floor then
+      redis.call("SET", KEYS[4], string.format("%d", floor))
+    end
     first_token = redis.call("INCRBY", KEYS[4], n) - n + 1
   end
   for _, jobid in ipairs(jobs) do

@@ -177,6 +177,20 @@ local function wrong_type(list, seen)
   return nil
 end
 
+-- An error reply when `marker` (P-shards of the prefix written to) records that the
+-- prefix was split into shards, or nil. A process configured with shards = 1 checks
+-- at start, but a process with more shards may split the empty prefix after that (a
+-- `load` with shards = 4 racing a `set` with shards = 1): a job written into the
+-- unsplit layout then would be read by no process. A shard's own marker never exists.
+local function split_refusal(marker)
+  local n = redis.call("GET", marker)
+  if n and n ~= "1" then
+    return redis.error_reply("SPLIT prefix split into " .. n ..
+      " shards (key " .. marker .. ") while this process writes unsplit; nothing was changed")
+  end
+  return nil
+end
+
 -- The latest instant redbike accepts (9999-12-31T23:59:59Z), and the longest lease.
 local MAX_UNIX = 253402300799
 local MAX_TTL = 2147483647

@@ -34,8 +34,11 @@ redis.call("ZREM", k.timeline, jobid)
 dequeue(k.queue, k.members, jobid)
 redis.call("HSET", paused_key, jobid, entry)
 redis.call("HDEL", rerun, jobid)
-set_status(k.statuses, jobid, "PAU", now)
 if redis.call("EXISTS", k.lease) == 1 then
+  -- Its status stays WRK while it runs: it tells finish.lua and recover.lua that the
+  -- run in hand is a one-off's (oneoff_action), whose pending run a cut-short run keeps
+  -- for `resume`. The run's end writes PAU.
   return "running"
 end
+set_status(k.statuses, jobid, "PAU", now)
 return "paused"

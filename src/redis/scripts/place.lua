@@ -1,7 +1,9 @@
 -- set/load: store a schedule and place the job.
 -- A paused job (`redbike pause`) is not placed: only its schedule is stored, in the
 -- form that keeps a one-off's run for `resume` (NOW, AT:TS).
--- KEYS: schedules, statuses, timeline, queue, members, lease, paused
+-- Refused, before any write, when the prefix was split into shards since this process
+-- checked (see split_refusal).
+-- KEYS: schedules, statuses, timeline, queue, members, lease, paused, shards marker
 -- ARGV: jobid, stored schedule, action (enqueue|timeline|stop), due, now,
 --       queue wake channel, timeline wake channel, schedule stored instead when the
 --       job cannot be queued because it is running (NOW: the worker that finishes it
@@ -10,8 +12,9 @@
 -- Returns the placement's result, or "paused".
 local k = job_keys()
 local jobid = ARGV[1]
-local bad = wrong_job_type(k, {KEYS[7], "hash"})
+local bad = wrong_job_type(k, {KEYS[7], "hash", KEYS[8], "string"})
   or (ARGV[3] == "timeline" and bad_number(ARGV[4], 0, MAX_UNIX, "due time"))
+  or split_refusal(KEYS[8])
 if bad then
   return bad
 end

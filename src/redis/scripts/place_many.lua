@@ -1,14 +1,16 @@
 -- load: set and place a batch of jobs in one call (each exactly as place.lua would);
 -- one call per batch instead of per job is what makes bulk loading fast.
--- KEYS: schedules, statuses, timeline, paused
+-- Refused, before any write, when the prefix was split into shards since this process
+-- checked (see split_refusal).
+-- KEYS: schedules, statuses, timeline, paused, shards marker
 -- ARGV: prefix, now, then per job: jobid, stored schedule, action, due, schedule stored
 --       instead when it is running, schedule stored instead when it is paused
 -- Wake-ups are published by the caller, once per batch.
 local prefix, now = ARGV[1], ARGV[2]
 -- Everything that could fail, for the whole batch, before the first write.
 local seen = {}
-local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash"},
-  seen)
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash",
+  KEYS[5], "string"}, seen) or split_refusal(KEYS[5])
 for i = 3, #ARGV, 6 do
   if bad then
     return bad
