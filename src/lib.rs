@@ -64,7 +64,7 @@
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
 //!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
 //!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues
-//!   (`jobid.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
+//!   (`jobid.rs`), the test hooks only debug builds read (`test_hook.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
 //!   load alike), and the host name processes and history entries carry (`host.rs`).
 //!
 //! Imports point down, in this order (`tests/layers.rs` checks there is no circle):
@@ -80,7 +80,8 @@
 //!    `schedule`, `status`), `jitter` (uses `jobid`, `schedule`), `error` (the error
 //!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
 //!    `shutdown` (uses `log`).
-//! 6. `schedule`, `host`, `jobid`, `limits`, `log`, `status`, which use no other module.
+//! 6. `schedule`, `host`, `jobid`, `limits`, `log`, `status`, `test_hook`, which use no
+//!    other module.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -100,5 +101,6 @@ pub mod schedule;
 pub mod shard;
 pub mod shutdown;
 pub(crate) mod status;
+pub(crate) mod test_hook;
 pub mod top;
 pub mod work;

@@ -153,3 +153,26 @@ fn a_circle_is_found() {
     let expected: BTreeSet<String> = ["config", "log", "redis"].map(String::from).into();
     assert_eq!(imports(text), expected);
 }
+
+#[test]
+fn test_hooks_are_read_only_through_test_hook() {
+    // Release builds ignore `REDBIKE_TEST_*` (src/test_hook.rs reads them in debug
+    // builds only): every hook must be read there, never straight from the environment.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![root.clone()];
+    let mut direct = Vec::new();
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let text = fs::read_to_string(&p).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("\"REDBIKE_TEST_") && !code.contains("test_hook::value(") {
+                direct.push(format!("{}:{}: {}", p.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(direct.is_empty(), "hooks read directly: {direct:#?}");
+}

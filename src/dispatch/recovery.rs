@@ -63,10 +63,9 @@ impl SweepPace {
 
     /// [`SweepPace::DEFAULT`], except for the pass when the test hook
     /// `REDBIKE_TEST_SWEEP_PASS` sets its seconds (so a test covers many schedules in
-    /// seconds).
+    /// seconds; debug builds only).
     fn from_env() -> SweepPace {
-        let pass = std::env::var("REDBIKE_TEST_SWEEP_PASS")
-            .ok()
+        let pass = crate::test_hook::value("REDBIKE_TEST_SWEEP_PASS")
             .and_then(|s| s.parse().ok())
             .filter(|&n| n > 0)
             .map(Duration::from_secs);

@@ -100,25 +100,15 @@ pub fn iso_in(ts: i64, tz: Tz) -> String {
     }
 }
 
-/// Seconds added to this process's wall clock, from `REDBIKE_TEST_CLOCK_SKEW`. A test
-/// hook only, never for production: the tests run processes as if on machines whose
-/// clocks disagree, to show that the running index does not depend on them.
-static SKEW: std::sync::LazyLock<i64> = std::sync::LazyLock::new(|| {
-    std::env::var("REDBIKE_TEST_CLOCK_SKEW")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
-});
-
 /// The current time in unix seconds, with its fraction (history entries).
 pub fn now_precise() -> f64 {
     let t = Utc::now();
-    t.timestamp() as f64 + f64::from(t.timestamp_subsec_micros()) / 1e6 + *SKEW as f64
+    t.timestamp() as f64 + f64::from(t.timestamp_subsec_micros()) / 1e6
 }
 
 /// The current time in whole unix seconds.
 pub fn now() -> i64 {
-    Utc::now().timestamp() + *SKEW
+    Utc::now().timestamp()
 }
 
 #[cfg(test)]

@@ -41,8 +41,8 @@ pub(super) struct Filing {
     /// Whether the last call failed with an error retrying cannot fix at once (one
     /// log line per change).
     failing: bool,
-    /// Whether an idle worker files; `REDBIKE_TEST_NO_IDLE_FILING=1` (a test hook)
-    /// leaves only the backlog's bound.
+    /// Whether an idle worker files; `REDBIKE_TEST_NO_IDLE_FILING=1` (a test hook, debug
+    /// builds only) leaves only the backlog's bound.
     when_idle: bool,
 }
 
@@ -55,7 +55,8 @@ impl Filing {
             limit,
             next: Instant::now(),
             failing: false,
-            when_idle: std::env::var_os("REDBIKE_TEST_NO_IDLE_FILING").is_none_or(|v| v != "1"),
+            when_idle: crate::test_hook::value("REDBIKE_TEST_NO_IDLE_FILING")
+                .is_none_or(|v| v != "1"),
         }
     }
 

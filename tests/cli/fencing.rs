@@ -92,6 +92,24 @@ impl Fence {
         Bg(Some(b.args(base.iter().chain(args).chain(&rest)).spawn()))
     }
 
+    /// A worker of queue A whose wall clock is `offset` off (see [`bike_skewed`]).
+    fn skewed_worker(&self, offset: &str) -> Option<Bg> {
+        let b = bike_skewed(&self.s, self.d.path(), offset)?
+            .own_group()
+            .env("TEST_LOG", self.log())
+            .args([
+                "-c",
+                "fast.conf",
+                "work",
+                "A",
+                "--timeout",
+                "60",
+                "--",
+                "./fence.sh",
+            ]);
+        Some(Bg(Some(b.spawn())))
+    }
+
     fn runs(&self) -> Vec<Run> {
         parse_runs(&std::fs::read_to_string(self.log()).unwrap_or_default())
     }
@@ -378,10 +396,14 @@ fn the_running_index_ignores_the_machines_clocks() {
     let t = Fence::new();
     t.set("long:A", "CONTINUE");
     let disp = t.dispatcher();
-    // A worker whose clock is a minute behind (a test hook: REDBIKE_TEST_CLOCK_SKEW).
-    let w1 = t.worker(&t.s.url(), &[("REDBIKE_TEST_CLOCK_SKEW", "-60")], &[]);
+    // A worker whose clock is a minute behind, another's a minute ahead (libfaketime).
+    let Some(w1) = t.skewed_worker("-60s") else {
+        return;
+    };
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
-    let w2 = t.worker(&t.s.url(), &[("REDBIKE_TEST_CLOCK_SKEW", "60")], &[]);
+    let Some(w2) = t.skewed_worker("+60s") else {
+        return;
+    };
     let watch = watch(&t);
     // Longer than the recovery delay: a live worker's job is never recovered.
     thread::sleep(Duration::from_secs(12));
