@@ -391,3 +391,33 @@ fn without_info_the_settings_are_unknown_and_everything_still_works() {
         assert_eq!(log.matches(refused).count(), 1, "{log}");
     }
 }
+
+#[test]
+fn a_redis_out_of_memory_starts_a_one_off_once() {
+    // At maxmemory Redis refuses the writes that keep a run confirmed, so the running
+    // one-off is fenced and a dispatcher puts it back; the worker must not claim it
+    // again while Redis still refuses writes (it was started and fenced over and over).
+    let t = crate::work::Setup::new();
+    t.set("hang:A", "NOW");
+    let disp = Bg(Some(bike(&t.s, t.d.path()).args(["dispatch"]).spawn()));
+    let w = Bg(Some(t.worker(&["A", "--grace", "1"])));
+    assert!(t.wait_status("hang:A", "WRK"));
+    let set_max = |v: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(v)
+            .query(&mut t.s.con())
+            .unwrap();
+    };
+    set_max("1mb");
+    // Fenced after 3 s, recovered after 3 s + grace + 2 s: well within this.
+    std::thread::sleep(std::time::Duration::from_secs(15));
+    let during = t.runs().len();
+    set_max("0");
+    assert_eq!(during, 1, "started again while redis was out of memory");
+    // Writes work again: the one-off runs again (its first run was cut short).
+    assert!(wait_until(20.0, || t.runs().len() == 2), "{:?}", t.runs());
+    drop(w);
+    drop(disp);
+}

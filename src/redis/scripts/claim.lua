@@ -79,8 +79,17 @@ for pair = 1, pairs_count do
 end
 local held = redis.call("HMGET", paused_queues_key, unpack(names))
 local any_paused = redis.call("EXISTS", paused_key) == 1
--- Tokens are taken for all `n` at the first job: one call; unused ones are skipped.
+-- Tokens are taken for all `n` before the first pop: one call; unused ones are
+-- skipped. The counter is first raised to Redis's clock in microseconds (see above).
 local first_token = false
+local function take_tokens()
+  local counter = tonumber(redis.call("GET", KEYS[4]) or 0)
+  local floor = math.floor(clock * 1000000)
+  if counter < floor then
+    return redis.call("INCRBY", KEYS[4], floor - counter + n) - n + 1
+  end
+  return redis.call("INCRBY", KEYS[4], n) - n + 1
+end
 -- A batch's members-set removals, running index entries, statuses and schedule reads
 -- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
@@ -99,7 +108,15 @@ while taken < n and misses < #cycle do
   end
   cursor = cursor + run
   local queue = KEYS[FIXED_KEYS - 2 + 3 * pair]
-  local jobs = (not odd[pair] and not held[pair] and redis.call("RPOP", queue, run)) or {}
+  local open = not odd[pair] and not held[pair]
+  -- The tokens are taken before the first pop: INCRBY is the call's first write, and
+  -- Redis refuses it at maxmemory (OOM) where it lets a pop through, so a Redis out of
+  -- memory fails the whole claim before anything is written, rather than hand out
+  -- jobs whose leases and outcomes it then cannot write.
+  if open and not first_token and redis.call("LLEN", queue) > 0 then
+    first_token = take_tokens()
+  end
+  local jobs = (open and redis.call("RPOP", queue, run)) or {}
   local got = #jobs
   if any_paused and got > 0 then
     local kept = {}
@@ -116,14 +133,6 @@ while taken < n and misses < #cycle do
   end
   if batch then
     popped[pair] = popped[pair] or {}
-  end
-  if #jobs > 0 and not first_token then
-    local counter = tonumber(redis.call("GET", KEYS[4]) or 0)
-    local floor = math.floor(clock * 1000000)
-    if counter < floor then
-      redis.call("SET", KEYS[4], string.format("%d", floor))
-    end
-    first_token = redis.call("INCRBY", KEYS[4], n) - n + 1
   end
   for _, jobid in ipairs(jobs) do
     taken = taken + 1
