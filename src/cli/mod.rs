@@ -549,7 +549,7 @@ fn print_line(line: &str) -> Result<()> {
 
 fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result<ExitCode> {
     jobid::validate(id)?;
-    let schedule = Schedule::parse(text)?;
+    let schedule = Schedule::parse_new(text)?;
     let after = parse_ts("--after", after, config)?;
     let config = &shard::checked_for_job(config, id)?;
     let reference = timefile::reference_for_set(after, &config.timefile)?;
@@ -848,7 +848,7 @@ fn cmd_next(
         jobid::validate(id)?;
     }
     let offset = job.map_or(0, |id| jitter::offset_in(&config.jitter, id));
-    let schedule = Schedule::parse(text)?;
+    let schedule = Schedule::parse_new(text)?;
     let mut after = parse_ts("--after", after, config)?.unwrap_or_else(timestamp::now);
     let zone =
         Some(schedule.own_zone().unwrap_or(config.timezone)).filter(|z| *z != chrono_tz::Tz::UTC);

@@ -93,6 +93,15 @@ pub enum ScheduleError {
         /// The schedule as given.
         text: String,
     },
+    /// A rule counts its occurrences (COUNT) without a DTSTART to count from.
+    #[error(
+        "bad schedule {:?}: COUNT needs a DTSTART to count from: without one the rule is anchored anew at every run and its count starts over (FREQ=HOURLY;COUNT=3 set at 23:30 never runs, FREQ=DAILY;COUNT=3 never ends); add a DTSTART line (\"DTSTART:20250101T090000Z RRULE:FREQ=DAILY;COUNT=3\"), or use UNTIL",
+        clip(.text)
+    )]
+    CountWithoutStart {
+        /// The schedule as given.
+        text: String,
+    },
     /// The recurrence rule is malformed or cannot be evaluated.
     #[error("bad schedule {:?}: {source}", clip(.text))]
     Rule {
@@ -167,6 +176,22 @@ impl Schedule {
                     }
                 }
             })
+    }
+
+    /// [`Schedule::parse`] for a schedule being set (`set`, `next`): also refuses a rule
+    /// whose COUNT has no DTSTART to count from, which the Python original takes but
+    /// whose count starts over at every run. Such a rule already stored (by the
+    /// original, or restored by `load`) is still evaluated, as the original does.
+    pub fn parse_new(text: &str) -> Result<Schedule, ScheduleError> {
+        let schedule = Schedule::parse(text)?;
+        match &schedule {
+            Schedule::Rule(rule) if rule.counts_without_start() => {
+                Err(ScheduleError::CountWithoutStart {
+                    text: text.to_string(),
+                })
+            }
+            _ => Ok(schedule),
+        }
     }
 
     /// The zone a rule or cron line names itself, if any.

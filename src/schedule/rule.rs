@@ -247,6 +247,17 @@ impl Rule {
         })
     }
 
+    /// Whether a rule or exclusion rule counts (COUNT) with no DTSTART to count from:
+    /// anchored anew at every reference instant, its count starts over each time.
+    pub fn counts_without_start(&self) -> bool {
+        self.start.is_none()
+            && self
+                .rrules
+                .iter()
+                .chain(&self.exrules)
+                .any(|r| r.count.is_some())
+    }
+
     /// The zone named by the rule's own DTSTART, if any: the TZID, or UTC
     /// for a DTSTART ending in `Z`. `None` for floating rules and rules
     /// without DTSTART (they run in the zone given to `next_after`).

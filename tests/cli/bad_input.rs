@@ -125,6 +125,16 @@ fn cases() -> Vec<Case> {
             "COUNT and UNTIL cannot both be given",
         ),
         rule(
+            "COUNT without DTSTART",
+            "FREQ=HOURLY;COUNT=3",
+            "COUNT needs a DTSTART to count from",
+        ),
+        case(
+            "next of COUNT without DTSTART",
+            &["next", "FREQ=DAILY;COUNT=3"],
+            "COUNT needs a DTSTART to count from",
+        ),
+        rule(
             "numbered BYDAY under DAILY",
             "FREQ=DAILY;BYDAY=1MO",
             "BYDAY with a number (1MO) is only allowed",
