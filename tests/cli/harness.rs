@@ -249,16 +249,7 @@ pub fn bike(server: &RedisServer, dir: &Path) -> Bike {
 /// missing. Its monotonic clock is left alone, as another machine's would be: only the
 /// wall clock differs between hosts.
 pub fn bike_skewed(server: &RedisServer, dir: &Path, offset: &str) -> Option<Bike> {
-    let Some(lib) = libfaketime() else {
-        skip("libfaketime not found (apt-get install faketime)");
-        return None;
-    };
-    let mut b = bike(server, dir);
-    b.cmd
-        .env("LD_PRELOAD", lib)
-        .env("FAKETIME", offset)
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-    Some(b)
+    bike(server, dir).skewed(offset)
 }
 
 /// The multi-threaded libfaketime of Debian's `faketime` package, if installed.
@@ -316,6 +307,20 @@ impl Bike {
     pub fn env_remove(mut self, k: &str) -> Bike {
         self.cmd.env_remove(k);
         self
+    }
+
+    /// Runs it with its wall clock `offset` off (see [`bike_skewed`]); `None` (and a
+    /// [`skip`]) where libfaketime is missing.
+    pub fn skewed(mut self, offset: &str) -> Option<Bike> {
+        let Some(lib) = libfaketime() else {
+            skip("libfaketime not found (apt-get install faketime)");
+            return None;
+        };
+        self.cmd
+            .env("LD_PRELOAD", lib)
+            .env("FAKETIME", offset)
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        Some(self)
     }
 
     /// Puts it in a process group of its own (as a shell's job control does), so that

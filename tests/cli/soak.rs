@@ -30,8 +30,10 @@ use crate::{dispatch::finish, harness::*, liveness::Watch, work::Setup};
 /// The soak's job: quick (`long*`: 3 s; `slow*`: 15 s; `deaf*`: 60 s, ignoring
 /// SIGTERM; one-offs: 1 s, so that the kills, pauses and partitions find some of them
 /// running or claimed), logs start and end with its own pid; an end by SIGTERM is
-/// marked `term`.
+/// marked `term`. The times come from the machine's clock, not the worker's skewed
+/// one (the job inherits libfaketime), so that runs of different workers compare.
 const SOAK_JOB: &str = r#"#!/bin/sh
+unset LD_PRELOAD FAKETIME
 echo "start $1 $(date +%s.%N) $$" >> "$TEST_LOG"
 trap 'echo "end $1 $(date +%s.%N) $$ term" >> "$TEST_LOG"; exit 143' TERM
 case "$1" in
@@ -57,6 +59,10 @@ impl Lcg {
     }
 }
 
+/// The processes' clocks, off the machine's (libfaketime): workers 0, 1, 2, then
+/// dispatchers 0, 1, as on a fleet whose hosts disagree by milliseconds to seconds.
+const CLOCKS: [&str; 5] = ["-0.05s", "+2s", "+0s", "+1.5s", "-0.7s"];
+
 struct Fleet {
     url: String,
     /// The first worker reaches Redis through it.
@@ -75,11 +81,20 @@ struct Fleet {
 }
 
 impl Fleet {
-    fn dispatcher(&self) -> Child {
-        bare(&self.dir)
+    /// Each process runs with its wall clock off the others' (`CLOCKS`, by position).
+    fn clocked(b: Bike, i: usize) -> Bike {
+        let offset = CLOCKS[i % CLOCKS.len()];
+        match b.skewed(offset) {
+            Some(b) => b,
+            None => panic!("the soak runs processes under libfaketime: apt-get install faketime"),
+        }
+    }
+
+    fn dispatcher(&self, i: usize) -> Child {
+        let b = bare(&self.dir)
             .env("REDBIKE_REDIS_URL", &self.url)
-            .args(["dispatch"])
-            .spawn()
+            .args(["dispatch"]);
+        Fleet::clocked(b, i + 3).spawn()
     }
 
     fn worker(&self, i: usize) -> Child {
@@ -87,11 +102,11 @@ impl Fleet {
             0 => self.proxy.url(),
             _ => self.url.clone(),
         };
-        bare(&self.dir)
+        let b = bare(&self.dir)
             .env("REDBIKE_REDIS_URL", url)
             .env("TEST_LOG", &self.log)
-            .args(["work", "A:B", "-j", "4", "--", "./soak.sh"])
-            .spawn()
+            .args(["work", "A:B", "-j", "4", "--", "./soak.sh"]);
+        Fleet::clocked(b, i).spawn()
     }
 
     /// SIGKILLs one process at random and starts a replacement.
@@ -101,7 +116,7 @@ impl Fleet {
         if pick < self.dispatchers.len() {
             let _ = self.dispatchers[pick].kill();
             let _ = self.dispatchers[pick].wait();
-            self.dispatchers[pick] = self.dispatcher();
+            self.dispatchers[pick] = self.dispatcher(pick);
         } else {
             let i = pick - self.dispatchers.len();
             let _ = self.workers[i].kill();
@@ -250,7 +265,7 @@ fn chaos_soak() {
     };
     // Bounded: the chaos, the calm and the HALT with time to spare.
     let watch = Watch::start(t.log(), "soak.sh", 3, Duration::from_secs(seconds + 300));
-    fleet.dispatchers = (0..2).map(|_| fleet.dispatcher()).collect();
+    fleet.dispatchers = (0..2).map(|i| fleet.dispatcher(i)).collect();
     fleet.workers = (0..3).map(|i| fleet.worker(i)).collect();
     let mut rng = Lcg(42);
     let start = Instant::now();
