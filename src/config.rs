@@ -313,7 +313,7 @@ impl Config {
         let fence_after = in_range(
             "redbike.fence-after",
             limits::FENCE_AFTER,
-            t.fence_after.unwrap_or(3),
+            t.fence_after.unwrap_or(crate::work::FENCE_AFTER.as_secs()),
         )?;
         let failure_delay = in_range(
             "redbike.failure-delay",

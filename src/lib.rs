@@ -28,7 +28,8 @@
 //!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
 //!   `recovery.rs`, of `skip.lua` in `skip.rs`. The other scripts are called from one
 //!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
-//!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `sweep.lua`
+//!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `died.lua`
+//!   in `work/death.rs`; `sweep.lua`
 //!   in `dispatch/recovery.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
 //!   `redis/registry.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
@@ -42,7 +43,8 @@
 //!   `claim.lua`); the slot threads (`slots.rs`) and the claimed jobs they share with the
 //!   loop (`pool.rs`); the run permits that keep a worker of several shards within
 //!   `-j` (`permits.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
-//!   output (`output.rs`) and the guard that stops jobs of a frozen worker (`guard.rs`).
+//!   output (`output.rs`), the guard that stops jobs of a frozen worker (`guard.rs`) and
+//!   tells Redis of a dead one (`death.rs`).
 //! - `history.rs`: run history, what an entry is (`Entry`, `Outcome`), its bounds, and
 //!   the figures made from entries; the scripts write entries, `redis/history.rs` reads
 //!   them.

@@ -168,13 +168,17 @@ the worker dies, even by kill -9, its guard process (redbike-guard) kills the pr
 group of every job it was running.
 
 Fencing: a worker that has not confirmed a running job to Redis for --fence-after \
-seconds (default 3; frozen, or cut off from Redis) stops it itself: SIGTERM, SIGKILL \
+seconds (default 35; frozen, or cut off from Redis) stops it itself: SIGTERM, SIGKILL \
 after the grace period; its guard does the same if the worker itself is frozen. A \
 dispatcher may recover the job only fence-after + grace + 2 s after the last \
-confirmation (10 s with the defaults), on Redis's clock, so the fenced run is gone by \
-then. A longer --fence-after lets long jobs ride out a Redis failover, at the cost of \
-slower recovery when a worker really dies. Once it reaches Redis again the worker \
-records status FNC (and last_failure FNC) unless the job was recovered meanwhile.
+confirmation (42 s with the defaults), on Redis's clock, so the fenced run is gone by \
+then. So Redis stalled or unreachable for up to 30 s kills no running job. A worker \
+that dies (kill -9, a crash) is not silent: its guard kills its jobs and tells Redis \
+at once, and a dispatcher recovers them within a pass, whatever fence-after and the \
+grace period. A shorter --fence-after recovers the jobs of a frozen or cut-off worker \
+sooner, at the cost of stopping running jobs at every Redis stall longer than it. Once \
+it reaches Redis again the worker records status FNC (and last_failure FNC) unless the \
+job was recovered meanwhile.
 
 QUEUES is the weighting string: A:A:B works queue A twice for each time it works B. \
 The queue of a job is the part of its id after the last ':'.

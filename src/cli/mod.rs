@@ -102,7 +102,7 @@ pub struct WorkFlags {
     pub grace: Option<u64>,
     /// Seconds a running job may go unconfirmed to Redis (an outage, a partition, a
     /// frozen worker) before it is stopped, 3..=86400; recovery of a vanished worker's
-    /// jobs waits as much longer [default: `fence-after` in the config, else 3]
+    /// jobs waits as much longer [default: `fence-after` in the config, else 35]
     #[arg(long, value_name = "SECS", value_parser = limits::arg::fence_after,
           allow_negative_numbers = true)]
     pub fence_after: Option<u64>,
@@ -987,6 +987,12 @@ fn cmd_dispatch(
 }
 
 fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
+    // The guard of a worker that died execs the worker's command line again, to tell
+    // Redis (see work/death.rs).
+    if let Some(tag) = std::env::var_os(work::death::TAG_ENV) {
+        work::death::report(&shard::all(config)?, &tag.to_string_lossy())?;
+        return Ok(ExitCode::Success);
+    }
     let w = &config.worker;
     let queues = flags.queues.or_else(|| w.queues.clone()).ok_or_else(|| {
         Error::Input(

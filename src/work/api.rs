@@ -26,9 +26,13 @@ pub const POLL_EVERY: Duration = Duration::from_millis(950);
 /// entry in the running index that Redis acknowledged, or its claim), unless the
 /// worker is given another `fence-after`: past that the worker stops it (SIGTERM, then
 /// SIGKILL after the grace period), and so does the guard if the worker is frozen or
-/// stuck. About three refreshes (`POLL_EVERY`); `limits::FENCE_AFTER` keeps any
-/// setting at three or more.
-pub const FENCE_AFTER: Duration = Duration::from_secs(3);
+/// stuck. Long enough that Redis stalled or unreachable for 30 s (a Sentinel failover
+/// with its defaults, a fork for a large BGSAVE, a slow command) kills no running job:
+/// the last confirmation before the stall is at most a refresh (`POLL_EVERY`) old, and
+/// the first after it a refresh late. A worker that dies is not silent: its guard
+/// tells Redis at once (see `death.rs`), so only silence waits this long.
+/// `limits::FENCE_AFTER` keeps any setting at three refreshes or more.
+pub const FENCE_AFTER: Duration = Duration::from_secs(35);
 /// What the recovery instant keeps in hand beyond the fencing interval and the grace
 /// period: the loop's or the guard's lateness in sending a signal and the kernel's in
 /// delivering SIGKILL (milliseconds), and the drift between the worker's clock and
@@ -40,9 +44,8 @@ pub const FENCE_MARGIN: Duration = Duration::from_secs(2);
 /// How long after the last confirmation a dispatcher may recover a job of a worker
 /// with these settings (the instant claim.lua and refresh.lua write, on Redis's
 /// clock): the job is stopped at `fence_after` and killed a grace period later, so
-/// it is gone `FENCE_MARGIN` before anyone may run it again. 10 s with the defaults
-/// (3 s, 5 s grace), as before fencing; a longer fencing interval or grace period
-/// delays recovery as much.
+/// it is gone `FENCE_MARGIN` before anyone may run it again. 42 s with the defaults
+/// (35 s, 5 s grace) for a silent worker; a dead one is reported at once by its guard.
 pub fn recover_after(settings: &Settings) -> Duration {
     settings.fence_after + settings.grace + FENCE_MARGIN
 }

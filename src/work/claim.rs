@@ -162,7 +162,16 @@ pub(super) fn wanted(concurrency: usize, ahead: usize, held: usize) -> usize {
 
 /// The random part of a lease tag: 14 hex digits; claim.lua appends the run's fencing
 /// token in 16 decimal digits, making the original's 30 hex digits.
-pub(super) fn new_tag() -> String {
+/// This worker process's tag: the first 14 hex digits of every lease it writes
+/// (claim.lua appends each run's fencing token), random per process, so that a dead
+/// worker's guard can tell Redis which leases were its (see `death.rs`).
+pub(super) fn worker_tag() -> &'static str {
+    static TAG: std::sync::LazyLock<String> = std::sync::LazyLock::new(new_tag);
+    &TAG
+}
+
+/// 14 random hex digits.
+fn new_tag() -> String {
     format!("{:014x}", rand::random::<u64>() >> 8)
 }
 

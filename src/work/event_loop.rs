@@ -29,7 +29,7 @@ use crate::{
     shutdown::Shutdown,
     work::{
         api::{recover_after, Job, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
-        claim::{self, full_tag, new_tag, Claimed, Claims, Cycle},
+        claim::{self, full_tag, worker_tag, Claimed, Claims, Cycle},
         filing::Filing,
         pool::{Ended, Pool, Ready, State},
         round_trip::{finish_results, Outbox, RoundTrip, IN_FLIGHT},
@@ -706,7 +706,7 @@ impl Loop {
         for r in self.outbox.releases[..releases].iter().rev() {
             self.add_release(&mut pipe, r, now);
         }
-        let tags: Vec<String> = (0..claim).map(|_| new_tag()).collect();
+        let tags: Vec<String> = (0..claim).map(|_| worker_tag().to_string()).collect();
         if claim > 0 {
             self.add_claim(&mut pipe, &tags, now);
         }

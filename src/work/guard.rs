@@ -22,6 +22,11 @@
 //! next heartbeat, and a new one takes over the same table, so that a worker never
 //! runs on unguarded for longer than a heartbeat.
 //!
+//! A worker that dies is not merely silent: its guard, after killing the jobs, becomes
+//! the reporter of its death (it execs the binary again, see `death.rs`), which marks
+//! the dead worker's jobs for recovery now. A worker that exits in order writes a byte
+//! into the pipe first, so that its guard reports nothing.
+//!
 //! Fencing: each entry also holds the instant until which the worker confirmed the job
 //! to Redis (see `FENCE_AFTER` in `work/api.rs`). The worker's heartbeats push it on
 //! after each refresh Redis acknowledged; when it passes, the guard sends the job's
@@ -29,7 +34,11 @@
 //! a grace period later, whatever the worker is doing meanwhile.
 
 use std::{
-    os::fd::{AsRawFd, OwnedFd},
+    ffi::CString,
+    os::{
+        fd::{AsRawFd, OwnedFd},
+        unix::ffi::OsStrExt,
+    },
     sync::{
         atomic::{AtomicI32, AtomicI64, AtomicUsize, Ordering},
         Mutex,
@@ -37,7 +46,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    work::{claim, death},
+};
 
 /// Slots the shared table has room for; jobs of slots beyond it run unguarded (a
 /// worker never runs that many jobs at once: each slot is a thread). The table is
@@ -72,10 +84,60 @@ struct Table {
     slots: [Slot; SLOTS],
 }
 
+/// What a guard execs when its worker died: this binary, with the worker's arguments
+/// and environment plus [`death::TAG_ENV`]. Made before the fork: the forked guard may
+/// not allocate.
+struct Reporter {
+    /// `/proc/self/exe`.
+    path: CString,
+    /// The worker's arguments; `argv` points into them.
+    _args: Vec<CString>,
+    /// The worker's environment and the tag; `envp` points into them.
+    _env: Vec<CString>,
+    /// NULL-terminated pointers for execve(2).
+    argv: Vec<*const libc::c_char>,
+    /// NULL-terminated pointers for execve(2).
+    envp: Vec<*const libc::c_char>,
+}
+
+impl Reporter {
+    /// The reporter of this process's death, for a worker whose lease tags start with
+    /// `tag`.
+    fn new(tag: &str) -> Reporter {
+        let c = |s: &std::ffi::OsStr| CString::new(s.as_bytes()).ok();
+        let args: Vec<CString> = std::env::args_os().filter_map(|a| c(&a)).collect();
+        let mut env: Vec<CString> = std::env::vars_os()
+            .filter(|(k, _)| k != death::TAG_ENV)
+            .filter_map(|(k, v)| {
+                let mut kv = k;
+                kv.push("=");
+                kv.push(v);
+                c(&kv)
+            })
+            .collect();
+        env.extend(CString::new(format!("{}={tag}", death::TAG_ENV)));
+        let ptrs = |v: &[CString]| {
+            v.iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect()
+        };
+        Reporter {
+            path: c"/proc/self/exe".to_owned(),
+            argv: ptrs(&args),
+            envp: ptrs(&env),
+            _args: args,
+            _env: env,
+        }
+    }
+}
+
 /// The worker's side of the guard.
 pub struct Guard {
     /// The shared table.
     table: *const Table,
+    /// What a guard becomes when the worker died.
+    reporter: Box<Reporter>,
     /// The guard process now watching; replaced when it dies.
     process: Mutex<Process>,
 }
@@ -103,9 +165,11 @@ impl Guard {
             grace.as_nanos().min(i64::MAX as u128) as i64,
             Ordering::SeqCst,
         );
-        let process = spawn(table)?;
+        let reporter = Box::new(Reporter::new(claim::worker_tag()));
+        let process = spawn(table, &reporter)?;
         Ok(Guard {
             table,
+            reporter,
             process: Mutex::new(process),
         })
     }
@@ -126,7 +190,7 @@ impl Guard {
             true => format!("was killed by signal {}", libc::WTERMSIG(status)),
             false => format!("exited with {}", libc::WEXITSTATUS(status)),
         };
-        match spawn(self.table) {
+        match spawn(self.table, &self.reporter) {
             Ok(new) => {
                 crate::log_error!(
                     "the job guard (pid {}) {how}: started a new one (pid {}); running jobs were unguarded meanwhile",
@@ -187,19 +251,19 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        // Closing the pipe tells the guard to finish (every slot is 0 by now, so it
-        // kills nothing); then reap it.
-        let pid = match self.process.get_mut() {
-            Ok(p) => {
-                p.alive = None;
-                p.pid
-            }
-            Err(e) => {
-                let p = e.into_inner();
-                p.alive = None;
-                p.pid
-            }
+        // A byte says the worker stops in order, and closing the pipe tells the guard
+        // to finish (every slot is 0 by now, so it kills nothing, and reports nothing);
+        // then reap it.
+        let p = match self.process.get_mut() {
+            Ok(p) => p,
+            Err(e) => e.into_inner(),
         };
+        if let Some(fd) = &p.alive {
+            // SAFETY: write(2) of one byte from a valid buffer to our own descriptor.
+            unsafe { libc::write(fd.as_raw_fd(), b".".as_ptr().cast(), 1) };
+        }
+        p.alive = None;
+        let pid = p.pid;
         // SAFETY: waitpid on our own child writes only the null status pointer's target
         // (none). The mapping is unmapped after the guard is gone.
         unsafe {
@@ -212,8 +276,8 @@ impl Drop for Guard {
     }
 }
 
-/// Forks a guard process watching `table`.
-fn spawn(table: *const Table) -> Result<Process> {
+/// Forks a guard process watching `table`, which becomes `reporter` if the worker dies.
+fn spawn(table: *const Table, reporter: &Reporter) -> Result<Process> {
     let (read, write) =
         std::io::pipe().map_err(|e| Error::io("cannot make the job guard's pipe", e))?;
     let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
@@ -226,7 +290,7 @@ fn spawn(table: *const Table) -> Result<Process> {
             std::io::Error::last_os_error(),
         )),
         // SAFETY: in the child: see above.
-        0 => unsafe { guard_main(read.as_raw_fd(), table) },
+        0 => unsafe { guard_main(read.as_raw_fd(), table, reporter) },
         pid => Ok(Process {
             alive: Some(write),
             pid,
@@ -279,10 +343,11 @@ fn map_table() -> Result<*const Table> {
 /// The guard process: fences the jobs whose instant passed, until the worker is gone;
 /// then kills the listed process groups and exits. Async-signal-safe calls only (no
 /// allocation, no locks): it is forked from a process that may have other threads.
-unsafe fn guard_main(read: i32, table: *const Table) -> ! {
-    // Hold nothing of the worker's but the read end: not its Redis sockets, nor the
-    // write end (or the read would never end), nor its stdout/stderr.
-    close_all_but(read);
+unsafe fn guard_main(read: i32, table: *const Table, reporter: &Reporter) -> ! {
+    // Hold nothing of the worker's but the read end and stderr (the reporter's log
+    // goes there): not its Redis sockets, nor the write end (or the read would never
+    // end), nor its stdout.
+    close_all_but([read, libc::STDERR_FILENO]);
     // Stop signals aimed at the worker's process group (Ctrl-C, systemd's SIGTERM) are
     // not for the guard: it stays until the worker has drained its jobs and exited.
     for sig in crate::shutdown::STOP_SIGNALS {
@@ -298,6 +363,8 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
     // SAFETY: the caller passes the mapping of map_table, which outlives this process.
     let table = unsafe { &*table };
     let mut buf = [0u8; 16];
+    // The worker said it stops in order.
+    let mut in_order = false;
     loop {
         let mut pfd = libc::pollfd {
             fd: read,
@@ -312,7 +379,12 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
         // SAFETY: the buffer is valid for its length.
         let n = unsafe { libc::read(read, buf.as_mut_ptr().cast(), buf.len()) };
         // SAFETY: errno is this thread's, always readable.
-        if n > 0 || (n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR) {
+        if n > 0 {
+            in_order |= buf[..n as usize].contains(&b'.');
+            continue;
+        }
+        // SAFETY: errno is this thread's, always readable.
+        if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
             continue;
         }
         break;
@@ -323,6 +395,17 @@ unsafe fn guard_main(read: i32, table: *const Table) -> ! {
             // SAFETY: kill(2) touches no memory of ours.
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
+    }
+    if !in_order {
+        // SAFETY: execve(2) with NUL-terminated strings and NULL-terminated arrays made
+        // before the fork; on success it does not return.
+        unsafe {
+            libc::execve(
+                reporter.path.as_ptr(),
+                reporter.argv.as_ptr(),
+                reporter.envp.as_ptr(),
+            )
+        };
     }
     // SAFETY: _exit(2) ends the guard without running the worker's exit handlers.
     unsafe { libc::_exit(0) }
@@ -372,20 +455,27 @@ fn stop_unconfirmed_jobs(table: &Table) -> i32 {
     (wait / 1_000_000 + 1) as i32
 }
 
-/// Closes every descriptor except `keep`.
+/// Closes every descriptor except those in `keep`.
 /// Only for the guard, after the fork: the descriptors closed belong to nothing there.
-fn close_all_but(keep: i32) {
-    let below = match keep {
-        0 => 0,
-        // SAFETY: close_range(2) only closes descriptors, which the forked guard never
-        // uses again.
-        _ => unsafe { libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32) },
+fn close_all_but(keep: [i32; 2]) {
+    let (lo, hi) = (keep[0].min(keep[1]), keep[0].max(keep[1]));
+    // SAFETY: close_range(2) only closes descriptors, which the forked guard never
+    // uses again.
+    let close = |from: i32, to: u32| unsafe {
+        libc::syscall(libc::SYS_close_range, from as u32, to, 0u32) == 0
     };
-    // SAFETY: as above.
-    let above = unsafe { libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32) };
-    if below != 0 || above != 0 {
+    let mut ok = true;
+    let mut from = 0;
+    for k in [lo, hi].into_iter().filter(|k| *k >= 0) {
+        if k > from {
+            ok &= close(from, (k - 1) as u32);
+        }
+        from = from.max(k + 1);
+    }
+    ok &= close(from, u32::MAX);
+    if !ok {
         // close_range(2) is Linux 5.9+; before it, close what a worker plausibly holds.
-        for fd in (0..4096).filter(|fd| *fd != keep) {
+        for fd in (0..4096).filter(|fd| !keep.contains(fd)) {
             // SAFETY: as above.
             unsafe { libc::close(fd) };
         }

@@ -18,6 +18,7 @@
 
 mod api;
 mod claim;
+pub mod death;
 mod event_loop;
 mod filing;
 mod guard;

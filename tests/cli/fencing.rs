@@ -21,6 +21,7 @@ echo "start $1 $$ $PPID $REDBIKE_FENCING_TOKEN $(date +%s.%N)" >> "$TEST_LOG"
 trap 'echo "end $1 $$ $(date +%s.%N) term" >> "$TEST_LOG"; exit 143' TERM
 case "$1" in
   long*) sleep 60 & wait;;
+  forty*) sleep 40 & wait;;
   lease*) "$TEST_BIKE" --redis-url "$TEST_REDIS" holds-lease; echo "holds $1 $REDBIKE_FENCING_TOKEN $?" >> "$TEST_LOG";;
 esac
 echo "end $1 $$ $(date +%s.%N)" >> "$TEST_LOG"
@@ -51,7 +52,12 @@ impl Fence {
             .arg("+x")
             .arg(path(&d, "fence.sh"))
             .status();
-        std::fs::write(path(&d, "fast.conf"), "[redbike]\nfailure-delay = 1\n").unwrap();
+        // A short fencing interval: freezes and partitions are fenced within seconds.
+        std::fs::write(
+            path(&d, "fast.conf"),
+            "[redbike]\nfailure-delay = 1\nfence-after = 3\n",
+        )
+        .unwrap();
         Fence {
             s: RedisServer::start(),
             d,
@@ -307,6 +313,132 @@ fn a_dead_guard_is_replaced_before_its_worker_dies_too() {
     assert_eq!(runs[1].ppid, w2.child().id(), "{runs:?}");
     w1.finish(5.0);
     t.stop(vec![w2, disp]);
+}
+
+#[test]
+fn a_dead_worker_is_recovered_at_once_whatever_its_grace() {
+    // Death is not silence: the guard of a worker killed by SIGKILL kills its job and
+    // tells Redis, so the job runs again within seconds, although a silent worker's
+    // would wait fence-after + grace + 2 s (here 337 s).
+    let t = Fence::new();
+    t.set("long:A", "NOW");
+    let disp = t.dispatcher();
+    let slow = ["--grace", "300", "--fence-after", "35"];
+    let w1 = t.worker(&t.s.url(), &[], &slow);
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    let watch = watch(&t);
+    let w2 = t.worker(&t.s.url(), &[], &slow);
+    thread::sleep(Duration::from_millis(500));
+    signal(w1.child(), libc::SIGKILL);
+    assert!(
+        wait_until(5.0, || t.runs().len() == 2),
+        "not run again within 5 s: {:?}",
+        t.runs()
+    );
+    assert_eq!(
+        watch.stop().most,
+        1,
+        "two runs alive at once: {:?}",
+        t.runs()
+    );
+    let runs = t.runs();
+    assert_eq!(runs[1].ppid, w2.child().id(), "{runs:?}");
+    assert!(t.failure("long:A").starts_with("REC:"));
+    assert!(
+        wait_stderr(w1.child(), "marked 1 job(s) of it for recovery now", 5.0),
+        "{}",
+        stderr_of(w1.child())
+    );
+    w1.finish(5.0);
+    drop(w2);
+    drop(disp);
+}
+
+/// A worker (default fencing interval) runs `forty:A` (40 s); Redis is paused
+/// (`CLIENT PAUSE ... ALL`, what a failover or a fork does to a fleet) for `pause`
+/// seconds 2 s into the run. Returns the runs, the job's last failure and the worker.
+fn stalled_for(pause: u64) -> (Vec<Run>, String) {
+    let t = Fence::new();
+    t.set("forty:A", "NOW");
+    let w = Bg(Some(
+        bare(t.d.path())
+            .own_group()
+            .env("REDBIKE_REDIS_URL", t.s.url())
+            .env("TEST_LOG", t.log())
+            .args(["work", "A", "--timeout", "120", "--", "./fence.sh"])
+            .spawn(),
+    ));
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    thread::sleep(Duration::from_secs(2));
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(pause * 1000)
+        .arg("ALL")
+        .query(&mut t.s.con())
+        .unwrap();
+    // The run ends (40 s) and its outcome is written once Redis is back.
+    assert!(
+        wait_until(60.0, || {
+            let status: Option<String> = t.s.con().hget("t-statuses", "forty:A").unwrap();
+            status.is_some_and(|s| !s.starts_with("WRK"))
+        }),
+        "no outcome: {:?}",
+        t.runs()
+    );
+    let failure = t.failure("forty:A");
+    let runs = t.runs();
+    t.stop(vec![w]);
+    (runs, failure)
+}
+
+#[test]
+fn redis_stalls_of_up_to_30_s_kill_no_running_job() {
+    let results: Vec<(u64, (Vec<Run>, String))> = thread::scope(|s| {
+        let each: Vec<_> = [10, 20, 28]
+            .map(|p| s.spawn(move || (p, stalled_for(p))))
+            .into_iter()
+            .collect();
+        each.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (pause, (runs, failure)) in results {
+        assert_eq!(runs.len(), 1, "paused {pause} s: {runs:?}");
+        assert!(runs[0].end.is_some(), "paused {pause} s: {runs:?}");
+        assert_eq!(failure, "", "paused {pause} s: fenced");
+    }
+}
+
+#[test]
+fn a_stall_past_the_fencing_interval_fences_never_two_at_once() {
+    // Paused 40 s, past the default 35 s: the guard stops the run; once Redis is back
+    // the one-off runs again (its run was cut short), never two at once.
+    let t = Fence::new();
+    t.set("forty:A", "NOW");
+    let disp = t.dispatcher();
+    let w = Bg(Some(
+        bare(t.d.path())
+            .own_group()
+            .env("REDBIKE_REDIS_URL", t.s.url())
+            .env("TEST_LOG", t.log())
+            .args(["work", "A", "--timeout", "120", "--", "./fence.sh"])
+            .spawn(),
+    ));
+    assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
+    let watch = watch(&t);
+    thread::sleep(Duration::from_secs(2));
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(40_000)
+        .arg("ALL")
+        .query(&mut t.s.con())
+        .unwrap();
+    assert!(
+        wait_until(45.0, || t.runs()[0].end.is_some()),
+        "the stalled run was not stopped"
+    );
+    assert!(wait_until(20.0, || t.runs().len() >= 2), "{:?}", t.runs());
+    assert_eq!(watch.stop().most, 1, "{:?}", t.runs());
+    one_at_a_time(&t.runs());
+    t.stop(vec![w, disp]);
 }
 
 #[test]

@@ -400,7 +400,7 @@ fn a_redis_out_of_memory_starts_a_one_off_once() {
     let t = crate::work::Setup::new();
     t.set("hang:A", "NOW");
     let disp = Bg(Some(bike(&t.s, t.d.path()).args(["dispatch"]).spawn()));
-    let w = Bg(Some(t.worker(&["A", "--grace", "1"])));
+    let w = Bg(Some(t.worker(&["A", "--grace", "1", "--fence-after", "3"])));
     assert!(t.wait_status("hang:A", "WRK"));
     let set_max = |v: &str| {
         let _: () = redis::cmd("CONFIG")

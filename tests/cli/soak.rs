@@ -11,8 +11,10 @@
 //! NOW set during it), two dispatchers, three workers with `-j 4` (the first reaching
 //! Redis through a proxy), random SIGKILLs and restarts of dispatchers and workers,
 //! random SIGSTOP / SIGCONT pauses of workers and partitions of the proxy (1 to 15 s:
-//! often longer than the recovery delay, so the paused or cut-off worker must fence its
-//! jobs), and one Redis restart (appendonly on). Each job logs its start and end (a
+//! often longer than the recovery delay of the two workers that fence after 3 s, so
+//! they must fence their jobs; the third rides them out with the default 35 s), Redis
+//! pauses (`CLIENT PAUSE`, 1 to 8 s), every process with its clock off the others', and
+//! one Redis restart (appendonly on). Each job logs its start and end (a
 //! SIGTERM ends it at once, logged as such); a watcher samples which of the logged runs
 //! are alive (a run killed by SIGKILL logs no end). At the end it prints and checks:
 //! concurrent runs of one job among the completed runs (0) and among the runs alive at
@@ -102,10 +104,15 @@ impl Fleet {
             0 => self.proxy.url(),
             _ => self.url.clone(),
         };
+        // Workers 0 and 1 fence after 3 s, so that freezes and partitions make them
+        // fence; worker 2 keeps the default (35 s) and rides them out.
+        let fence: &[&str] = if i < 2 { &["--fence-after", "3"] } else { &[] };
         let b = bare(&self.dir)
             .env("REDBIKE_REDIS_URL", url)
             .env("TEST_LOG", &self.log)
-            .args(["work", "A:B", "-j", "4", "--", "./soak.sh"]);
+            .args(["work", "A:B", "-j", "4"])
+            .args(fence)
+            .args(["--", "./soak.sh"]);
         Fleet::clocked(b, i).spawn()
     }
 
@@ -270,12 +277,23 @@ fn chaos_soak() {
     let mut rng = Lcg(42);
     let start = Instant::now();
     let mut redis_restarted = false;
+    let mut redis_pauses = 0;
     while start.elapsed() < Duration::from_secs(seconds) {
         std::thread::sleep(Duration::from_millis(1500 + 500 * rng.below(4) as u64));
         fleet.thaw(false);
         if !redis_restarted && start.elapsed() > Duration::from_secs(seconds / 2) {
             t.s.restart();
             redis_restarted = true;
+        } else if rng.below(5) == 0 {
+            // Redis stalls (a failover, a fork, a slow command) for 1 to 8 s.
+            let ms = 1000 * (1 + rng.below(8) as u64);
+            let _: () = redis::cmd("CLIENT")
+                .arg("PAUSE")
+                .arg(ms)
+                .arg("ALL")
+                .query(&mut t.s.con())
+                .unwrap();
+            redis_pauses += 1;
         } else if rng.below(2) == 0 {
             fleet.freeze(&mut rng);
         } else {
@@ -327,7 +345,7 @@ fn chaos_soak() {
         calm_start.elapsed().as_secs()
     );
     println!(
-        "soak: {} SIGKILLs, {} SIGSTOP pauses, {} partitions, 1 redis restart",
+        "soak: {} SIGKILLs, {} SIGSTOP pauses, {} partitions, {redis_pauses} redis pauses, 1 redis restart",
         fleet.kills, fleet.pauses, fleet.partitions
     );
     println!("soak: {runs} completed runs of {} jobs", per_job.len());

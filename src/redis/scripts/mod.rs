@@ -68,3 +68,5 @@ pub static SHARDS: LazyLock<Script> = script!("shards.lua");
 pub static PAUSE: LazyLock<Script> = script!("pause.lua");
 /// `resume`: end a job's pause and place it per its schedule.
 pub static RESUME: LazyLock<Script> = script!("resume.lua");
+/// A dead worker's running-index entries fall due for recovery now.
+pub static DIED: LazyLock<Script> = script!("died.lua");
