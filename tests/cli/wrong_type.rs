@@ -112,6 +112,7 @@ const PAUSED: (&str, &str) = ("t-paused", "hash");
 const PAUSED_QUEUES: (&str, &str) = ("t-paused-queues", "hash");
 const RERUN: (&str, &str) = ("t-rerun", "hash");
 const UNFILED: (&str, &str) = ("t-unfiled-runs", "list");
+const SHARDS: (&str, &str) = ("t-shards", "string");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -123,7 +124,7 @@ fn calls() -> Vec<Call> {
     let mut place_many = call(
         "place_many",
         include_str!("../../src/redis/scripts/place_many.lua"),
-        &[SCHEDULES, STATUSES, TIMELINE, PAUSED],
+        &[SCHEDULES, STATUSES, TIMELINE, PAUSED, SHARDS],
         &[
             "t",
             "1700000000",
@@ -147,6 +148,7 @@ fn calls() -> Vec<Call> {
             ("t-work-B-members", "set"),
             ("t-work-B-B", "string"),
             PAUSED,
+            SHARDS,
         ],
         &[
             "B",
@@ -164,7 +166,7 @@ fn calls() -> Vec<Call> {
         call(
             "place",
             include_str!("../../src/redis/scripts/place.lua"),
-            &with(&[PAUSED]),
+            &with(&[PAUSED, SHARDS]),
             &[
                 "j:A",
                 "FREQ=DAILY",
@@ -192,7 +194,7 @@ fn calls() -> Vec<Call> {
         call(
             "resume",
             include_str!("../../src/redis/scripts/resume.lua"),
-            &with(&[PAUSED]),
+            &with(&[PAUSED, RERUN]),
             &[
                 "j:A",
                 "CONTINUE",
@@ -207,6 +209,12 @@ fn calls() -> Vec<Call> {
         ),
         own,
         place_many,
+        call(
+            "died",
+            include_str!("../../src/redis/scripts/died.lua"),
+            &[LEASES],
+            &["t", "abcdef01234567", "w", "0", "10"],
+        ),
         Call {
             order: vec![
                 SCHEDULES.0,
