@@ -269,10 +269,25 @@ pub fn cannot_fix(e: &redis::RedisError) -> Option<&'static str> {
     }
 }
 
+/// Whether Redis refused a command for want of memory (`-OOM`; Redis before 7 reports
+/// a refused write inside a script as an `ERR` that quotes it, and a script's error
+/// reply may reach us as `"OOM": command not allowed ...`).
+pub fn is_oom(e: &redis::RedisError) -> bool {
+    e.code() == Some("OOM")
+        || e.to_string()
+            .contains("command not allowed when used memory")
+}
+
 /// A Redis error in one line, without redis-rs's quoting of the code (`WRONGTYPE
 /// Operation against a key ...`), and for an error retrying cannot fix, what to do.
+/// Out of memory is named as such: it passes once memory is freed.
 pub fn describe_redis(e: &redis::RedisError) -> String {
     let text = redis_text(e);
+    if is_oom(e) {
+        return format!(
+            "redis is out of memory ({text}): free memory or raise maxmemory (docs/operating.md: Redis settings redbike needs)"
+        );
+    }
     match cannot_fix(e) {
         Some(hint) => format!("{text}; retrying cannot fix this: {hint}"),
         None => text,

@@ -444,15 +444,21 @@ pub fn job_entries(unfiled: Vec<Vec<u8>>, listed: Vec<Vec<u8>>, key: &str) -> Ve
     entries
 }
 
-/// Writes entries as RFC 4180 CSV with the header row.
-pub fn write_csv(entries: &[Entry], out: impl Write) -> Result<()> {
+/// Writes entries as RFC 4180 CSV with the header row; `escape`: fields escaped for a
+/// terminal ([`crate::terminal::csv_escapes`]).
+pub fn write_csv(entries: &[Entry], out: impl Write, escape: bool) -> Result<()> {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(out);
     let fail = |e: csv::Error| Error::io("cannot write output", e.into());
     w.write_record(CSV_HEADER).map_err(fail)?;
     for e in entries {
-        w.write_record(e.row()).map_err(fail)?;
+        let row = e.row();
+        w.write_record(
+            row.iter()
+                .map(|f| crate::terminal::csv_field(f.as_bytes(), escape)),
+        )
+        .map_err(fail)?;
     }
     w.flush().map_err(|e| Error::io("cannot write output", e))
 }
@@ -460,8 +466,8 @@ pub fn write_csv(entries: &[Entry], out: impl Write) -> Result<()> {
 /// Writes entries as one JSON array.
 pub fn write_json(entries: &[Entry], mut out: impl Write) -> Result<()> {
     let fail = |e: std::io::Error| Error::io("cannot write output", e);
-    serde_json::to_writer_pretty(&mut out, entries).map_err(|e| fail(e.into()))?;
-    writeln!(out).map_err(fail)
+    let json = serde_json::to_string_pretty(entries).map_err(|e| fail(e.into()))?;
+    writeln!(out, "{}", crate::terminal::json_safe(json)).map_err(fail)
 }
 
 /// What `tell` adds: the job's last few entries and its last success.

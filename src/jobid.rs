@@ -103,6 +103,38 @@ pub fn validate(id: &str) -> Result<(), JobIdError> {
     Ok(())
 }
 
+/// Checks that `id` can name a stored job (`tell`, `unset`, `pause`, `history`): any id
+/// but the empty one. The layout holds any string, and the Python original stores ids
+/// [`validate`] refuses (white space at the ends, control characters, colliding queue
+/// names), which must stay reachable to be inspected and removed.
+pub fn validate_stored(id: &str) -> Result<(), JobIdError> {
+    if id.is_empty() {
+        return Err(JobIdError::Empty);
+    }
+    Ok(())
+}
+
+/// Checks that a stored job can be put in its queue (`run`, `resume`): it names a queue,
+/// and its queue's keys are no other keys of ours.
+pub fn validate_placeable(id: &str) -> Result<(), JobIdError> {
+    validate_stored(id)?;
+    let queue = queue_of(id);
+    if queue.is_empty() {
+        return Err(JobIdError::NoQueue(id.to_string()));
+    }
+    if id == "members" {
+        return Err(JobIdError::Reserved(id.to_string()));
+    }
+    if let Some(why) = queue_collision(queue) {
+        return Err(JobIdError::Collides {
+            id: id.to_string(),
+            queue: queue.to_string(),
+            why,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +157,27 @@ mod tests {
             );
         }
         assert!(validate("job1").is_ok());
+    }
+
+    #[test]
+    fn stored_ids_are_named_as_they_are() {
+        for odd in [
+            " lead:A",
+            "a\u{1b}[2J:A",
+            "q:A-A",
+            "x".repeat(2000).as_str(),
+        ] {
+            assert!(validate_stored(odd).is_ok(), "{odd:?}");
+        }
+        assert_eq!(validate_stored(""), Err(JobIdError::Empty));
+        assert!(validate_placeable(" lead:A").is_ok());
+        assert!(matches!(
+            validate_placeable("q:A-A"),
+            Err(JobIdError::Collides { .. })
+        ));
+        assert!(matches!(
+            validate_placeable("j:"),
+            Err(JobIdError::NoQueue(_))
+        ));
     }
 }

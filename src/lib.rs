@@ -66,7 +66,9 @@
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
 //!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
 //!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues
-//!   (`jobid.rs`), the test hooks only debug builds read (`test_hook.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
+//!   (`jobid.rs`), the test hooks only debug builds read (`test_hook.rs`), the rule for
+//!   showing untrusted text to people, escaped on terminals and in logs, exact in JSON
+//!   and piped CSV (`terminal.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
 //!   load alike), and the host name processes and history entries carry (`host.rs`).
 //!
 //! Imports point down, in this order (`tests/layers.rs` checks there is no circle):
@@ -78,12 +80,12 @@
 //!    and the environment, merged; it checks the Redis settings and derives the
 //!    topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
-//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`), `policy` (uses `jitter`,
+//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`, `terminal`), `policy` (uses `jitter`,
 //!    `schedule`, `status`), `jitter` (uses `jobid`, `schedule`), `error` (the error
 //!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
 //!    `shutdown` (uses `log`).
-//! 6. `schedule`, `host`, `jobid`, `limits`, `log`, `status`, `test_hook`, which use no
-//!    other module.
+//! 6. `log` (uses `terminal`), then `schedule`, `host`, `jobid`, `limits`, `status`,
+//!    `test_hook`, `terminal`, which use no other module.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -103,6 +105,7 @@ pub mod schedule;
 pub mod shard;
 pub mod shutdown;
 pub(crate) mod status;
+pub mod terminal;
 pub(crate) mod test_hook;
 pub mod top;
 pub mod work;

@@ -10,7 +10,9 @@
 //!
 //! The `msg` value is a JSON string, so a quote, a backslash or a newline inside a
 //! message (a job's output line, say) is escaped and every event stays one line that
-//! logfmt and JSON-string parsers can split.
+//! logfmt and JSON-string parsers can split. Control characters, C1 controls and
+//! bidirectional overrides are `\u` escapes too ([`crate::terminal::json_safe`]): a
+//! JSON reader gets the message back exactly, a terminal shows it and obeys nothing.
 //!
 //! The level is `info` unless `-v`/`-q` or `$REDBIKE_LOG` say otherwise; the flags beat
 //! the variable (see [`choose_level`]).
@@ -152,7 +154,7 @@ pub fn format_line(
     now: chrono::DateTime<chrono::Utc>,
 ) -> String {
     // Serializing a str to JSON cannot fail: it only escapes characters.
-    let msg = serde_json::to_string(msg).expect("a str serializes");
+    let msg = crate::terminal::json_safe(serde_json::to_string(msg).expect("a str serializes"));
     let name = level.name();
     if journal {
         format!("<{}>level={name} msg={msg}\n", level.priority())
@@ -177,6 +179,7 @@ pub fn write(level: Level, args: std::fmt::Arguments<'_>) {
 /// priority err, so a service that dies shows why in `journalctl -p err`; it keeps its
 /// plain shape otherwise, as it is what a person at a shell reads.
 pub fn error_line(msg: &str) -> String {
+    let msg = crate::terminal::text(msg);
     if journal_stream() {
         format!("<{}>redbike: {msg}", Level::Error.priority())
     } else {
@@ -228,14 +231,14 @@ mod tests {
 
     #[test]
     fn quotes_newlines_and_controls_stay_inside_one_line() {
-        let msg = "[j:A] said \"hi\\\" \nrm -rf\r\t\u{1b}[31m";
+        let msg = "[j:A] said \"hi\\\" \nrm -rf\r\t\u{1b}[31m\u{7f}\u{9b}\u{202e}\u{2069}";
         let line = format_line(Level::Error, msg, false, at());
         assert_eq!(line.matches('\n').count(), 1);
         assert!(line.ends_with('\n'));
         let value = line.split_once(" msg=").unwrap().1.trim_end_matches('\n');
         let back: String = serde_json::from_str(value).unwrap();
         assert_eq!(back, msg);
-        assert!(!value.chars().any(|c| c.is_control()), "{value}");
+        assert!(!value.chars().any(crate::terminal::is_unsafe), "{value}");
     }
 
     #[test]

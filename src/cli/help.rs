@@ -297,7 +297,10 @@ BAD and takes it out of the timeline and queue), odd-key (a key of the prefix of
 type than redbike keeps under its name, e.g. left by hand; never repaired: remove or \
 rename it) and colliding-key (a queue list whose name is also another key of ours: \
 queue X-members is queue X's members set, queue X-X is job X's lease; move its jobs to \
-another queue), overdue (a job on the timeline due for longer than overdue-after, \
+another queue: `redbike unset` each, then set it under another queue name), colliding-id \
+(such a job, stored by the Python original; never repaired: unset it), odd-id (a stored \
+job id `set` refuses, white space at its ends or control characters; informational, \
+every other command names it), overdue (a job on the timeline due for longer than overdue-after, \
 default 60 s: no dispatcher runs, or HALT is set; never repaired, since what is \
 missing is a dispatcher: start one, or `redbike control RESUME`; like held rows it is \
 reported, not counted as a problem). Odd keys never stop the walk: the jobs and queues they touch are left \

@@ -570,24 +570,27 @@ fn cmd_set(config: &Config, id: &str, text: &str, after: Option<&str>) -> Result
 
 /// The line `set` prints.
 fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String {
+    let shown = crate::terminal::id(id);
     match (placement, placed) {
-        (Placement::Timeline(ts), _) => {
-            format!("{id}: next run at {ts} ({})", timestamp::iso_utc(ts))
-        }
-        (_, Placed::Enqueued) => format!("{id}: enqueued"),
-        (_, Placed::AlreadyQueued) => format!("{id}: already in its queue"),
-        (_, Placed::Running) => {
-            format!("{id}: running now; it will run again when this run ends")
-        }
+        // Before the placement: a paused job's schedule is stored, never placed.
         (_, Placed::Paused) => {
-            format!("{id}: schedule stored; the job stays paused (`redbike resume {id}` places it)")
+            format!("{shown}: schedule stored; the job stays paused (`redbike resume {shown}` places it)")
         }
-        _ => format!("{id}: stopped"),
+        (Placement::Timeline(ts), _) => {
+            format!("{shown}: next run at {ts} ({})", timestamp::iso_utc(ts))
+        }
+        (_, Placed::Enqueued) => format!("{shown}: enqueued"),
+        (_, Placed::AlreadyQueued) => format!("{shown}: already in its queue"),
+        (_, Placed::Running) => {
+            format!("{shown}: running now; it will run again when this run ends")
+        }
+        _ => format!("{shown}: stopped"),
     }
 }
 
 fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
-    jobid::validate(id)?;
+    jobid::validate_placeable(id)?;
+    let shown = crate::terminal::id(id);
     let config = &shard::checked_for_job(config, id)?;
     let report = with_store(&config.redis, |store| {
         control::run_job(store, id, timestamp::now())
@@ -599,11 +602,11 @@ fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     };
     print_line(&match report.ran {
         control::Ran::Enqueued => {
-            format!("{id}: enqueued; after the run it goes back per its schedule{stays}")
+            format!("{shown}: enqueued; after the run it goes back per its schedule{stays}")
         }
-        control::Ran::AlreadyQueued => format!("{id}: already in its queue; nothing changed"),
+        control::Ran::AlreadyQueued => format!("{shown}: already in its queue; nothing changed"),
         control::Ran::Running => format!(
-            "{id}: running now; it runs once more right after this run{stays} (a Python worker's run ignores this)"
+            "{shown}: running now; it runs once more right after this run{stays} (a Python worker's run ignores this)"
         ),
     })?;
     if report.halted {
@@ -631,6 +634,7 @@ fn cmd_pause(
     let now = timestamp::now();
     if let Some(q) = queue {
         control::validate_queue(q)?;
+        let shown_q = crate::terminal::id(q);
         let mut added = false;
         for config in shard::checked_all(config)? {
             added |= with_store(&config.redis, |store| {
@@ -638,27 +642,28 @@ fn cmd_pause(
             })?;
         }
         print_line(&if added {
-            format!("queue {q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
+            format!("queue {shown_q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
         } else {
-            format!("queue {q}: already paused; nothing changed")
+            format!("queue {shown_q}: already paused; nothing changed")
         })?;
         return Ok(ExitCode::Success);
     }
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
-    jobid::validate(id)?;
+    jobid::validate_stored(id)?;
+    let shown = crate::terminal::id(id);
     let config = &shard::checked_for_job(config, id)?;
     let paused = with_store(&config.redis, |store| {
         control::pause_job(store, id, note, now)
     })?;
     print_line(&match paused {
         control::Paused::Paused => {
-            format!("{id}: paused; its schedule is kept (`redbike resume {id}` places it)")
+            format!("{shown}: paused; its schedule is kept (`redbike resume {shown}` places it)")
         }
         control::Paused::Running => {
-            format!("{id}: paused; its current run finishes, then it is not placed")
+            format!("{shown}: paused; its current run finishes, then it is not placed")
         }
-        control::Paused::Already => format!("{id}: already paused; nothing changed"),
+        control::Paused::Already => format!("{shown}: already paused; nothing changed"),
     })?;
     Ok(ExitCode::Success)
 }
@@ -666,28 +671,30 @@ fn cmd_pause(
 fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<ExitCode> {
     if let Some(q) = queue {
         control::validate_queue(q)?;
+        let shown_q = crate::terminal::id(q);
         let mut removed = false;
         for config in shard::checked_all(config)? {
             removed |= with_store(&config.redis, |store| control::resume_queue(store, q))?;
         }
         print_line(&if removed {
-            format!("queue {q}: resumed; its workers claim from it again")
+            format!("queue {shown_q}: resumed; its workers claim from it again")
         } else {
-            format!("queue {q}: not paused; nothing changed")
+            format!("queue {shown_q}: not paused; nothing changed")
         })?;
         return Ok(ExitCode::Success);
     }
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
-    jobid::validate(id)?;
+    jobid::validate_placeable(id)?;
+    let shown = crate::terminal::id(id);
     let config = &shard::checked_for_job(config, id)?;
     let resumed = with_store(&config.redis, |store| {
         control::resume_job(store, config, id, timestamp::now())
     })?;
     print_line(&match resumed {
-        control::Resumed::NotPaused => format!("{id}: not paused; nothing changed"),
+        control::Resumed::NotPaused => format!("{shown}: not paused; nothing changed"),
         control::Resumed::RunAsked => format!(
-            "{id}: resumed; the run asked with `redbike run` comes first, then it goes back per its schedule"
+            "{shown}: resumed; the run asked with `redbike run` comes first, then it goes back per its schedule"
         ),
         control::Resumed::Placed(placement, placed) => {
             format!("{} (resumed)", describe_placement(id, placement, placed))
@@ -697,25 +704,26 @@ fn cmd_resume(config: &Config, id: Option<&str>, queue: Option<&str>) -> Result<
 }
 
 fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
-    jobid::validate(id)?;
+    jobid::validate_stored(id)?;
+    let shown = crate::terminal::id(id);
     let config = &shard::checked_for_job(config, id)?;
     if with_store(&config.redis, |store| store.unset(id))? {
-        print_line(&format!("{id}: unset"))?;
+        print_line(&format!("{shown}: unset"))?;
     } else {
         print_line(&format!(
-            "{id}: had no schedule; cleared anything left of it"
+            "{shown}: had no schedule; cleared anything left of it"
         ))?;
     }
     Ok(ExitCode::Success)
 }
 
 fn cmd_tell(config: &Config, id: &str) -> Result<ExitCode> {
-    jobid::validate(id)?;
+    jobid::validate_stored(id)?;
     let config = &shard::checked_for_job(config, id)?;
     let info = with_store(&config.redis, |store| store.tell(id))?;
     // Serializing a struct of strings, numbers and bools cannot fail.
     let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
-    print_line(&json)?;
+    print_line(&crate::terminal::json_safe(json))?;
     Ok(ExitCode::Success)
 }
 
@@ -726,7 +734,7 @@ fn cmd_history(
 ) -> Result<ExitCode> {
     let shards = match &query.job {
         Some(id) => {
-            jobid::validate(id)?;
+            jobid::validate_stored(id)?;
             vec![shard::checked_for_job(config, id)?]
         }
         None => shard::checked_all(config)?,
@@ -743,14 +751,16 @@ fn cmd_history(
         entries.truncate(query.limit.unwrap_or(usize::MAX));
     }
     match format {
-        HistoryFormat::Csv => crate::history::write_csv(&entries, out())?,
+        HistoryFormat::Csv => {
+            crate::history::write_csv(&entries, out(), crate::terminal::csv_escapes())?
+        }
         HistoryFormat::Json => crate::history::write_json(&entries, out())?,
     }
     Ok(ExitCode::Success)
 }
 
 fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
-    jobid::validate(id)?;
+    jobid::validate_stored(id)?;
     let config = &shard::for_job(config, id)?;
     let token: u64 = token.trim().parse().map_err(|_| {
         Error::Input(format!(
@@ -767,7 +777,7 @@ fn cmd_holds_lease(config: &Config, id: &str, token: &str) -> Result<ExitCode> {
 fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
     // Every shard's rows go into one sort: the order is that of an unsplit prefix.
-    let mut sorted = SortedCsv::new(SPILL_ROWS);
+    let mut sorted = SortedCsv::new(SPILL_ROWS).escaping(crate::terminal::csv_escapes());
     for config in shard::checked_all(config)? {
         with_store(&config.redis, |store| {
             let key = store.keys.statuses.clone();
@@ -794,7 +804,7 @@ fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<ExitCode> {
 }
 
 fn cmd_schedules(config: &Config) -> Result<ExitCode> {
-    let mut sorted = SortedCsv::new(SPILL_ROWS);
+    let mut sorted = SortedCsv::new(SPILL_ROWS).escaping(crate::terminal::csv_escapes());
     for config in shard::checked_all(config)? {
         with_store(&config.redis, |store| {
             crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
@@ -1113,10 +1123,10 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         let part = with_store(&config.redis, |store| {
             health = probe.query(store.con)?;
             let emit = |f: &check::Finding| {
-                if let Err(e) = rows
-                    .write_record([f.kind, &f.jobid, &f.detail])
-                    .and_then(|()| Ok(rows.flush()?))
-                {
+                let escape = crate::terminal::csv_escapes();
+                let record = [f.kind, &f.jobid, &f.detail]
+                    .map(|field| crate::terminal::csv_field(field.as_bytes(), escape));
+                if let Err(e) = rows.write_record(record).and_then(|()| Ok(rows.flush()?)) {
                     write_error.get_or_insert(e);
                 }
             };
@@ -1140,7 +1150,7 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     }
     let remaining = summary.problems - summary.repaired.min(summary.problems);
     say!(
-        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}{}",
+        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}{}{}",
         summary.problems,
         summary.jobs,
         summary.queues,
@@ -1164,6 +1174,11 @@ fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         },
         if summary.paused > 0 {
             format!(", {} job(s) paused", summary.paused)
+        } else {
+            String::new()
+        },
+        if summary.odd_ids > 0 {
+            format!(", {} job id(s) `set` refuses (odd-id)", summary.odd_ids)
         } else {
             String::new()
         },

@@ -56,6 +56,8 @@ pub struct Summary {
     pub overdue: usize,
     /// Jobs paused (`redbike pause`).
     pub paused: usize,
+    /// Job ids `set` refuses that work all the same (`odd-id` rows).
+    pub odd_ids: usize,
 }
 
 /// The walk; `emit` receives each finding as it is found.
@@ -86,6 +88,7 @@ impl Summary {
         self.held += other.held;
         self.overdue += other.overdue;
         self.paused += other.paused;
+        self.odd_ids += other.odd_ids;
     }
 }
 
@@ -226,7 +229,14 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 ("list", _) if !rest.contains(':') => {
                     queues.insert(rest.to_string());
                     if let Some(why) = queue_collision(rest) {
-                        findings.push(("colliding-key", format!("queue {rest:?}: {why}")));
+                        findings.push((
+                            "colliding-key",
+                            format!(
+                                "queue {rest:?}: {why}; move its jobs to another queue name: \
+                                 `redbike unset` each (its `colliding-id` row names it), \
+                                 then `redbike set` it under another queue name"
+                            ),
+                        ));
                     }
                 }
                 ("set", Some(base)) if !base.contains(':') => {
@@ -445,6 +455,9 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
                 .collect();
             self.summary.jobs += jobs.len();
+            for (id, _) in &jobs {
+                self.check_id(id);
+            }
             self.check_schedule_chunk(&jobs, &mut lost)?;
         }
         // Put lost jobs back last, when a Python reschedule caught mid-way has finished.
@@ -461,6 +474,41 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             }
         }
         Ok(())
+    }
+
+    /// A job id `set` refuses, as the Python original may store: `odd-id`
+    /// (informational: every command names it) or, when its queue's keys are other keys
+    /// of ours, `colliding-id`, a problem `--repair` cannot choose a new name for.
+    fn check_id(&mut self, id: &str) {
+        let Err(e) = crate::jobid::validate(id) else {
+            return;
+        };
+        let colliding = matches!(
+            e,
+            crate::jobid::JobIdError::Collides { .. } | crate::jobid::JobIdError::Reserved(_)
+        );
+        let (kind, detail) = if colliding {
+            self.summary.problems += 1;
+            (
+                "colliding-id",
+                format!(
+                    "{e}; never repaired: `redbike unset {}`, then set it under another queue name",
+                    crate::terminal::id(id)
+                ),
+            )
+        } else {
+            self.summary.odd_ids += 1;
+            (
+                "odd-id",
+                format!("{e}; stored by another implementation: every redbike command but `set` names it, quoted as shown"),
+            )
+        };
+        (self.emit)(&Finding {
+            kind,
+            jobid: id.to_string(),
+            detail,
+            queue: queue_of(id).to_string(),
+        });
     }
 
     /// Pauses of jobs that have no schedule, and runs asked (`redbike run`) that nothing

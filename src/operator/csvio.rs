@@ -10,8 +10,9 @@ use std::{
 
 use crate::{
     error::{Error, Result},
-    jobid,
+    jobid::{self, JobIdError},
     schedule::Schedule,
+    terminal,
 };
 
 /// Rows held in memory before a sorted run is spilled to a temporary file.
@@ -28,20 +29,38 @@ pub struct ScheduleRow {
     pub text: String,
     /// The parsed schedule.
     pub schedule: Schedule,
+    /// The line to say when `set` would refuse the job id: a row another implementation
+    /// wrote (the Python original takes any id), restored as it is since the layout
+    /// holds it.
+    pub note: Option<String>,
+}
+
+/// A row of a schedules file, or one left out: its job id is one the layout cannot hold
+/// (its keys would be other keys of ours) or redbike does not keep (empty, or longer
+/// than [`jobid::MAX_JOBID_BYTES`]).
+#[derive(Debug, Clone)]
+pub enum Row {
+    /// A job to place.
+    Job(ScheduleRow),
+    /// Left out: the line, and what to say of it.
+    Skipped(u64, String),
 }
 
 /// [`for_each_schedule`], the rows collected in memory (for tests).
 pub fn read_schedules_from(input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
     let mut rows = Vec::new();
     for_each_schedule(input, name, |row| {
-        rows.push(row);
+        if let Row::Job(row) = row {
+            rows.push(row);
+        }
         Ok(())
     })?;
     Ok(rows)
 }
 
 /// Reads and validates a `JOBID,SCHEDULE` file row by row, calling `each` with every
-/// valid row; the first bad row is an error naming its line. Memory holds one row and a
+/// valid row, or row left out for its job id ([`Row`]); the first bad row is an error
+/// naming its line. Memory holds one row and a
 /// read buffer, however long the file. A read error is bad input too (exit 2): the file
 /// was named by the operator.
 ///
@@ -54,7 +73,7 @@ pub fn read_schedules_from(input: impl Read, name: &str) -> Result<Vec<ScheduleR
 pub fn for_each_schedule(
     input: impl Read,
     name: &str,
-    mut each: impl FnMut(ScheduleRow) -> Result<()>,
+    mut each: impl FnMut(Row) -> Result<()>,
 ) -> Result<()> {
     parse_records(input, name, |line, fields| {
         each(parse_row(&fields, line, name)?)
@@ -245,7 +264,7 @@ fn parse_records(
 }
 
 /// Checks one `JOBID,SCHEDULE` record.
-fn parse_row(fields: &[Vec<u8>], line: u64, name: &str) -> Result<ScheduleRow> {
+fn parse_row(fields: &[Vec<u8>], line: u64, name: &str) -> Result<Row> {
     let bad = |msg: String| Error::Input(format!("{name}: line {line}: {msg}"));
     if fields.len() != 2 {
         return Err(bad(format!(
@@ -259,14 +278,34 @@ fn parse_row(fields: &[Vec<u8>], line: u64, name: &str) -> Result<ScheduleRow> {
             .map_err(|_| bad(format!("column {} is not valid UTF-8", i + 1)))
     };
     let (id, text) = (field(0)?, field(1)?);
-    jobid::validate(&id).map_err(|e| bad(e.to_string()))?;
+    let note = match jobid::validate(&id) {
+        Ok(()) => None,
+        Err(e @ (JobIdError::Control(_) | JobIdError::Whitespace(_) | JobIdError::NoQueue(_))) => {
+            Some(format!(
+                "{name}: line {line}: job id {} restored as it is, though `redbike set` \
+                 refuses it: {e}",
+                terminal::id(&id)
+            ))
+        }
+        Err(e) => {
+            let shown = match id.char_indices().nth(64) {
+                Some((end, _)) => format!("{}...", terminal::id(&id[..end])),
+                None => terminal::id(&id).into_owned(),
+            };
+            return Ok(Row::Skipped(
+                line,
+                format!("{name}: line {line}: job id {shown} left out: {e}"),
+            ));
+        }
+    };
     let schedule = Schedule::parse(&text).map_err(|e| bad(e.to_string()))?;
-    Ok(ScheduleRow {
+    Ok(Row::Job(ScheduleRow {
         line,
         jobid: id,
         text,
         schedule,
-    })
+        note,
+    }))
 }
 
 /// A CSV writer that emits its rows sorted by their first field, spilling sorted runs
@@ -275,6 +314,8 @@ pub struct SortedCsv {
     rows: Vec<Vec<Vec<u8>>>,
     spills: Vec<File>,
     spill_rows: usize,
+    /// Whether output fields are escaped for a terminal ([`crate::terminal::csv_field`]).
+    escape: bool,
 }
 
 fn writer<W: Write>(out: W) -> csv::Writer<W> {
@@ -291,7 +332,15 @@ impl SortedCsv {
             rows: Vec::new(),
             spills: Vec::new(),
             spill_rows: spill_rows.max(1),
+            escape: false,
         }
+    }
+
+    /// Escapes the fields written by [`SortedCsv::finish`] when `escape` holds (CSV for
+    /// a terminal: [`crate::terminal::csv_escapes`]); they are sorted by the exact bytes.
+    pub fn escaping(mut self, escape: bool) -> SortedCsv {
+        self.escape = escape;
+        self
     }
 
     /// Adds a row.
@@ -319,11 +368,16 @@ impl SortedCsv {
     /// Writes all rows, sorted, to `out`.
     pub fn finish(mut self, out: impl Write) -> Result<()> {
         let io = |e: std::io::Error| Error::io("cannot write output", e);
+        let escape = self.escape;
         let mut w = writer(out);
+        let mut write = |row: &[Vec<u8>]| {
+            w.write_record(row.iter().map(|f| crate::terminal::csv_field(f, escape)))
+                .map_err(|e| io(e.into()))
+        };
         if self.spills.is_empty() {
             self.rows.sort_unstable();
             for row in &self.rows {
-                w.write_record(row).map_err(|e| io(e.into()))?;
+                write(row)?;
             }
             return w.flush().map_err(io);
         }
@@ -358,7 +412,7 @@ impl SortedCsv {
             }
         }
         while let Some(Reverse((row, i))) = heap.pop() {
-            w.write_record(&row).map_err(|e| io(e.into()))?;
+            write(&row)?;
             if let Some(row) = next_row(i)? {
                 heap.push(Reverse((row, i)));
             }

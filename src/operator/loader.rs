@@ -18,7 +18,7 @@ use crate::{
     error::{Error, Result},
     jitter,
     jobid::queue_of,
-    operator::csvio::{self, ScheduleRow},
+    operator::csvio::{self, Row, ScheduleRow},
     redis::bulk::{self, Jobs},
     redis::hazards::Probe,
     redis::store::{PlaceItem, Store, PLACE_BATCH},
@@ -49,6 +49,8 @@ pub struct Source {
     /// Which job ids' rows the readings give (all when `None`): a prefix split into
     /// shards reads one shard's rows at a time.
     keep: Option<Keep>,
+    /// Whether a reading said its lines of odd job ids already (once per file).
+    said: bool,
 }
 
 /// Whether a job id's row is read (see [`Source::only`]).
@@ -66,6 +68,7 @@ impl Source {
                 file: spill()?,
                 stamp: None,
                 keep: None,
+                said: false,
             });
         }
         let name = path.display().to_string();
@@ -79,6 +82,7 @@ impl Source {
                 file,
                 stamp: Some((meta.len(), meta.modified().ok())),
                 keep: None,
+                said: false,
             });
         }
         Ok(Source {
@@ -87,6 +91,7 @@ impl Source {
             file: spill()?,
             stamp: None,
             keep: None,
+            said: false,
         })
     }
 
@@ -101,12 +106,37 @@ impl Source {
         self.keep = Some(Box::new(keep));
     }
 
-    /// Reads the file from its start, calling `each` with every row (that it keeps).
+    /// Reads the file from its start, calling `each` with every job row (that it keeps).
+    /// The first reading that succeeds says which rows' ids `set` would refuse (restored,
+    /// or left out when the layout cannot hold them), one line each; a file that fails
+    /// says only why.
     fn rows(&mut self, mut each: impl FnMut(ScheduleRow) -> Result<()>) -> Result<()> {
+        let mut lines = Vec::new();
+        self.read(|row: Row| match row {
+            Row::Skipped(_, line) => {
+                lines.push(line);
+                Ok(())
+            }
+            Row::Job(row) => {
+                lines.extend(row.note.clone());
+                each(row)
+            }
+        })?;
+        if !self.said {
+            for line in lines {
+                crate::log_warn!("{line}");
+            }
+            self.said = true;
+        }
+        Ok(())
+    }
+
+    /// Reads the file from its start, calling `each` with every row (that it keeps).
+    fn read(&mut self, mut each: impl FnMut(Row) -> Result<()>) -> Result<()> {
         let keep = self.keep.as_deref();
-        let each = |row: ScheduleRow| match keep {
-            Some(keep) if !keep(&row.jobid) => Ok(()),
-            _ => each(row),
+        let each = |row: Row| match row {
+            Row::Job(row) if keep.is_some_and(|keep| !keep(&row.jobid)) => Ok(()),
+            row => each(row),
         };
         let io = |e| Error::io("cannot use the temporary copy of the input", e);
         if let Some(pipe) = self.pipe.take() {

@@ -510,7 +510,9 @@ pub fn render(stats: &Stats, format: Format) -> String {
         Format::Json => {
             // A struct of strings, numbers, bools and maps with string keys always
             // serializes.
-            let mut s = serde_json::to_string_pretty(stats).expect("Stats serializes");
+            let mut s = crate::terminal::json_safe(
+                serde_json::to_string_pretty(stats).expect("Stats serializes"),
+            );
             s.push('\n');
             s
         }
@@ -598,7 +600,7 @@ fn render_text(s: &Stats) -> String {
         };
         let note = match q.note.as_str() {
             "" => String::new(),
-            n => format!(": {n:?}"),
+            n => format!(": \"{n}\""),
         };
         lines.push(format!(
             "paused      queue {}{since} (redbike workers do not claim from it){note}",
@@ -648,6 +650,8 @@ fn render_text(s: &Stats) -> String {
         }
         None => lines.push("redis       settings unknown: INFO refused (allow +info)".into()),
     }
+    // Queue names and notes come from Redis: each line is shown by the terminal rule.
+    let lines: Vec<_> = lines.iter().map(|l| crate::terminal::text(l)).collect();
     lines.join("\n") + "\n"
 }
 

@@ -15,7 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use redis::{Connection, Pipeline, RedisError, RedisResult, Value};
+use redis::{Connection, Pipeline, RedisResult, Value};
 use serde::Serialize;
 
 use crate::{
@@ -275,11 +275,7 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Whether Redis refused a command for want of memory (`-OOM`; Redis before 7 reports
-/// a refused write inside a script as an `ERR` that quotes it).
-pub fn is_oom(e: &RedisError) -> bool {
-    e.code() == Some("OOM") || e.to_string().contains("OOM command not allowed")
-}
+pub use crate::error::is_oom;
 
 /// The commands that read the settings, and how to read their replies.
 #[derive(Debug, Clone, Copy)]

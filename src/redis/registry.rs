@@ -177,7 +177,7 @@ impl Registration {
         let mut why = None;
         for _ in 0..2 {
             if let Some(Err(e)) = replies.next() {
-                why.get_or_insert(e.to_string());
+                why.get_or_insert_with(|| crate::error::describe_redis(&e));
             }
         }
         self.note(why);
@@ -185,7 +185,12 @@ impl Registration {
 
     /// Notes dispatch.lua's heartbeat result (`1` written, `-1` refused).
     pub fn note_script(&mut self, result: i64) {
-        let why = (result < 0).then(|| format!("{} holds another type than a set", self.procs));
+        let why = (result < 0).then(|| {
+            format!(
+                "{} holds another type than a set; `redbike check` names it",
+                self.procs
+            )
+        });
         self.note(why);
     }
 
@@ -196,7 +201,7 @@ impl Registration {
         }
         match &why {
             Some(w) => crate::log_warn!(
-                "{}: cannot register in {} ({w}); it works on, but `redbike ps` and `stats` do not count it; `redbike check` names an odd key",
+                "{}: cannot register in {} ({w}); it works on, but `redbike ps` and `stats` do not count it",
                 self.description.kind,
                 self.procs
             ),
@@ -235,7 +240,7 @@ impl Registration {
             }
             Err(e) if is_connection_error(&e) => Err(e),
             Err(e) => {
-                self.note(Some(e.to_string()));
+                self.note(Some(crate::error::describe_redis(&e)));
                 Ok(())
             }
         }

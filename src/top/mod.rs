@@ -466,7 +466,9 @@ impl Reader {
 fn detail(store: &mut Store<'_>, jobid: &str) -> Result<Vec<String>> {
     let info = store.tell(jobid)?;
     // A struct of strings, numbers and bools always serializes.
-    let json = serde_json::to_string_pretty(&info).expect("JobInfo serializes");
+    let json = crate::terminal::json_safe(
+        serde_json::to_string_pretty(&info).expect("JobInfo serializes"),
+    );
     Ok(json.lines().map(str::to_string).collect())
 }
 

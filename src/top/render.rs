@@ -361,7 +361,12 @@ fn table(
         .enumerate()
         .skip(skip)
         .map(|(i, (_, _, cells))| {
-            let row = Row::new(cells.iter().map(|c| Cell::from(c.clone())));
+            // Ids, queue names and statuses come from Redis: shown by the terminal rule.
+            let row = Row::new(
+                cells
+                    .iter()
+                    .map(|c| Cell::from(crate::terminal::text(c).into_owned())),
+            );
             if Some(i) == picked {
                 row.style(Style::default().add_modifier(Modifier::REVERSED))
             } else {
@@ -377,7 +382,7 @@ fn table(
 fn footer_line(app: &App, area: Rect, buf: &mut Buffer) {
     let line = match (&app.mode, &app.message) {
         (Mode::Filter, _) => Line::from(format!("/{}_", app.filter)),
-        (_, Some(message)) => Line::from(message.clone()).bold(),
+        (_, Some(message)) => Line::from(crate::terminal::text(message).into_owned()).bold(),
         _ => {
             let filter = if app.filter.is_empty() {
                 String::new()
@@ -441,18 +446,18 @@ fn overlay(app: &App, area: Rect, buf: &mut Buffer) {
             let text: Vec<Line> = lines
                 .iter()
                 .skip(*scroll)
-                .map(|l| Line::from(l.clone()))
+                .map(|l| Line::from(crate::terminal::text(l).into_owned()))
                 .collect();
             Paragraph::new(text)
                 .block(
                     Block::bordered()
-                        .title(format!(" {jobid} "))
+                        .title(format!(" {} ", crate::terminal::id(jobid)))
                         .title_bottom(" Esc closes, arrows scroll "),
                 )
                 .render(rect, buf);
         }
         Mode::Confirm(action) => {
-            let question = action.question();
+            let question = crate::terminal::text(&action.question()).into_owned();
             let rect = centred(area, question.len() as u16 + 6, 5);
             Clear.render(rect, buf);
             Paragraph::new(vec![

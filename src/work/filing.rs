@@ -122,7 +122,8 @@ impl Filing {
             Err(e) => {
                 if !self.failing {
                     crate::log_warn!(
-                        "worker: cannot file run history: {e}; the entries stay in {} (history and tell still show them); `redbike check` names odd keys",
+                        "worker: cannot file run history: {}; the entries stay in {} (history and tell still show them)",
+                        crate::error::describe_redis(&e),
                         keys.unfiled_runs
                     );
                 }

@@ -27,8 +27,8 @@ fn check_reports_odd_and_colliding_keys_and_never_dies() {
     for args in [&["check"][..], &["check", "--repair"]] {
         let o = bike(&s, d.path()).args(args).run().code(1);
         for row in [
-            "colliding-key,,\"queue \"\"A-A\"\": its list PREFIX-work-A-A is the lease key of job \"\"A\"\"\"",
-            "colliding-key,,\"queue \"\"C-members\"\": its list PREFIX-work-C-members is the members set of queue \"\"C\"\"\"",
+            "colliding-key,,\"queue \"\"A-A\"\": its list PREFIX-work-A-A is the lease key of job \"\"A\"\"; move its jobs to another queue name: `redbike unset` each",
+            "colliding-key,,\"queue \"\"C-members\"\": its list PREFIX-work-C-members is the members set of queue \"\"C\"\"; move its jobs",
             "odd-key,,\"t-work-D holds a hash, which no redbike key of that name is\"",
             "odd-key,,\"t-work-A-j:A holds a zset, which no redbike key of that name is\"",
             "odd-key,,t-control holds a set where redbike keeps a string",

@@ -343,7 +343,59 @@ impl Bike {
     }
 
     /// [`Bike::run`] with standard output going to `stdout`.
-    fn run_with(mut self, stdout: Stdio) -> Outcome {
+    fn run_with(self, stdout: Stdio) -> Outcome {
+        Outcome::from(self.output(stdout))
+    }
+
+    /// Runs to completion (at most 60 s); the exit code and the exact bytes of
+    /// standard output and standard error.
+    pub fn run_bytes(self) -> (i32, Vec<u8>, Vec<u8>) {
+        let o = self.output(Stdio::piped());
+        (o.status.code().unwrap_or(-1), o.stdout, o.stderr)
+    }
+
+    /// Runs to completion (at most 60 s) with a pseudo-terminal as standard output and
+    /// error, through util-linux's `script` (output post-processing off, so what is
+    /// read is what the binary wrote); the exit code and the bytes. `None` (after
+    /// [`skip`]) when `script` is missing.
+    pub fn run_on_terminal(self) -> Option<(i32, Vec<u8>)> {
+        if Command::new("script").arg("--version").output().is_err() {
+            skip("script (util-linux) is not installed");
+            return None;
+        }
+        let quote = |s: &std::ffi::OsStr| {
+            format!(
+                "'{}'",
+                s.to_str().expect("UTF-8 argument").replace('\'', "'\\''")
+            )
+        };
+        let mut line = String::from("stty -onlcr; exec");
+        for word in std::iter::once(self.cmd.get_program()).chain(self.cmd.get_args()) {
+            line.push(' ');
+            line.push_str(&quote(word));
+        }
+        let mut script = Command::new("script");
+        script
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::null());
+        for (k, v) in self.cmd.get_envs() {
+            match v {
+                Some(v) => script.env(k, v),
+                None => script.env_remove(k),
+            };
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            script.current_dir(dir);
+        }
+        let o = Bike {
+            cmd: script,
+            stdin: None,
+        }
+        .output(Stdio::piped());
+        Some((o.status.code().unwrap_or(-1), o.stdout))
+    }
+
+    fn output(mut self, stdout: Stdio) -> Output {
         self.cmd.stdout(stdout).stderr(Stdio::piped());
         if self.stdin.is_some() {
             self.cmd.stdin(Stdio::piped());
@@ -368,7 +420,7 @@ impl Bike {
         });
         let output = child.wait_with_output().expect("wait for redbike");
         drop(watchdog);
-        Outcome::from(output)
+        output
     }
 
     /// Runs to completion with its standard output a pipe whose reading end is

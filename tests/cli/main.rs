@@ -24,6 +24,7 @@ mod ops;
 mod output;
 mod security;
 mod soak;
+mod text;
 mod top;
 mod topology;
 mod work;

@@ -7,18 +7,26 @@
 --       rerun
 -- ARGV: jobid
 local jobid = ARGV[1]
-local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "list",
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset",
   KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash"})
 if bad then
   return bad
 end
+-- Under a colliding queue name (queue X-X's list is job X's lease, queue X-members's
+-- list is queue X's members set) the queue key may be another key of ours: the job is
+-- not in it then, and unset leaves it alone, so such a job can always be unset.
+local queue_type = redis.call("TYPE", KEYS[4])["ok"]
 local found = redis.call("HDEL", KEYS[1], jobid)
 redis.call("HDEL", KEYS[2], jobid)
 redis.call("HDEL", KEYS[6], jobid)
 redis.call("HDEL", KEYS[9], jobid)
 redis.call("HDEL", KEYS[10], jobid)
 redis.call("ZREM", KEYS[3], jobid)
-dequeue(KEYS[4], KEYS[5], jobid)
+if queue_type == "list" or queue_type == "none" then
+  dequeue(KEYS[4], KEYS[5], jobid)
+else
+  redis.call("SREM", KEYS[5], jobid)
+end
 drop_history(KEYS[7])
 redis.pcall("HDEL", KEYS[8], jobid)
 return found

@@ -1,0 +1,268 @@
+//! Untrusted text (docs/configuration.md, "Text for people, values for programs"): what
+//! jobs print, notes, schedules and ids stored by another implementation reach people
+//! escaped and programs exact; ids `set` refuses stay addressable; backups holding them
+//! restore.
+
+use redis::Commands;
+
+use crate::{harness::*, work::Setup};
+
+/// A job that prints what a terminal would obey: an OSC title and a screen clear, a C1
+/// CSI, bidirectional overrides, NUL, DEL, invalid UTF-8 and a bare CR; then fails.
+const HOSTILE_JOB: &str = r#"#!/bin/sh
+printf '\033]0;pwned\007\033[2J title\n'
+printf 'c1 \302\233 31m bidi \342\200\256 evil \342\201\246 end\n'
+printf 'nul \000 del \177 bad \377\376 cr\rx\n'
+exit 3
+"#;
+
+/// A job id as the Python original may store it: escape sequences, C1, bidi.
+const EVIL_ID: &str = "evil\u{1b}]0;x\u{7}\u{9b}\u{202e}:A";
+/// A note and a schedule of the same kind.
+const EVIL_NOTE: &str = "note\u{1b}[2J\u{85}\u{2067}\u{7f}\tend";
+const EVIL_SCHEDULE: &str = "FREQ=DAILY\u{1b}]0;x\u{7}";
+
+/// Asserts that `out` holds nothing a terminal obeys: valid UTF-8 (no stray 8-bit C1
+/// byte), no C0 control but newline, tab and the CR of a CRLF, no DEL, no C1 control,
+/// no bidirectional mark, embedding, override or isolate.
+fn assert_inert(what: &str, out: &[u8]) {
+    let text = std::str::from_utf8(out).unwrap_or_else(|e| {
+        panic!(
+            "{what}: not UTF-8 ({e}): {:?}",
+            String::from_utf8_lossy(out)
+        )
+    });
+    for (i, c) in text.char_indices() {
+        let allowed = c == '\n' || c == '\t' || (c == '\r' && text[i + 1..].starts_with('\n'));
+        let obeyed = matches!(c,
+            '\0'..='\x1f' | '\x7f'..='\u{9f}' | '\u{61c}' | '\u{200e}' | '\u{200f}'
+            | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        assert!(
+            allowed || !obeyed,
+            "{what}: {c:?} at byte {i} reaches the terminal: {text:?}"
+        );
+    }
+}
+
+fn has(out: &[u8], part: &str) -> bool {
+    String::from_utf8_lossy(out).contains(part)
+}
+
+#[test]
+fn hostile_text_reaches_people_escaped_and_programs_exact() {
+    let t = Setup::new();
+    let job = path(&t.d, "hostile.sh");
+    std::fs::write(&job, HOSTILE_JOB).unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&job)
+        .status();
+    let rb = || bike(&t.s, t.d.path());
+    // A backup another implementation wrote: the hostile id is restored, with a line.
+    let csv = path(&t.d, "backup.csv");
+    std::fs::write(&csv, format!("\"{EVIL_ID}\",NOW\r\nother:B,FREQ=DAILY\r\n")).unwrap();
+    let (code, out, err) = rb().args(["load".as_ref(), csv.as_os_str()]).run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert!(
+        has(&out, "loaded 2 job(s)"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    assert_inert("load's lines", &err);
+    assert!(
+        has(&err, "$'evil\\\\x1b]0;x\\\\x07\\\\u009b\\\\u202e:A'"),
+        "{}",
+        String::from_utf8_lossy(&err)
+    );
+    let mut con = t.s.con();
+    let _: () = con.hset("t-schedules", "py:C", EVIL_SCHEDULE).unwrap();
+    let _: () = con.hset("t-statuses", "py:C", "TML:1").unwrap();
+    rb().args(["pause", "other:B", "--note", EVIL_NOTE]).ok();
+    rb().args(["pause", "--queue", "B", "--note", EVIL_NOTE])
+        .ok();
+
+    let w = bike(&t.s, t.d.path())
+        .args(["work", "A", "--", "./hostile.sh"])
+        .spawn();
+    assert!(t.wait_status(EVIL_ID, "DIE"), "{}", stderr_of(&w));
+    assert!(wait_until(10.0, || has(
+        &rb().args(["history", "--format", "json"]).run_bytes().1,
+        "pwned"
+    )));
+    let log = t.stop(w);
+    assert!(log.contains("pwned"), "{log}");
+    assert_inert("worker log", log.as_bytes());
+
+    // Piped, CSV keeps the exact bytes: the id, and the output as the tail kept it.
+    let (_, piped, _) = rb().args(["history"]).run_bytes();
+    assert!(has(&piped, EVIL_ID), "{piped:?}");
+    assert!(has(&piped, "\u{1b}]0;pwned\u{7}"), "{piped:?}");
+    let (_, schedules, _) = rb().args(["schedules"]).run_bytes();
+    assert!(has(&schedules, EVIL_SCHEDULE), "{schedules:?}");
+    // JSON keeps them as \u escapes: the same value, nothing a terminal obeys.
+    let (_, json, _) = rb().args(["history", "--format", "json"]).run_bytes();
+    assert_inert("history --format json", &json);
+    let entries: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(entries[0]["job"], EVIL_ID);
+    let (_, tell, _) = rb().args(["tell", EVIL_ID]).run_bytes();
+    assert_inert("tell", &tell);
+    assert!(has(&tell, "pwned"), "{tell:?}");
+
+    // On a terminal every command shows them escaped.
+    for args in [
+        &["history"][..],
+        &["statuses"],
+        &["schedules"],
+        &["check"],
+        &["stats", "--scan"],
+        &["top", "--once", "--queues", "A:B"],
+        &["unset", EVIL_ID],
+    ] {
+        let Some((_, out)) = rb().args(args).run_on_terminal() else {
+            return;
+        };
+        assert_inert(&format!("{args:?} on a terminal"), &out);
+        let seen = String::from_utf8_lossy(&out);
+        match args[0] {
+            "history" => assert!(seen.contains("\\x1b]0;pwned\\x07"), "{seen}"),
+            "statuses" => assert!(
+                seen.contains("evil\\x1b]0;x\\x07\\u009b\\u202e:A"),
+                "{seen}"
+            ),
+            "schedules" => assert!(seen.contains("FREQ=DAILY\\x1b]0;x\\x07"), "{seen}"),
+            "check" => assert!(
+                seen.contains("note\\x1b[2J\\u0085\\u2067\\x7f\\x09end"),
+                "{seen}"
+            ),
+            "stats" => assert!(seen.contains("note\\x1b[2J"), "{seen}"),
+            "unset" => assert!(
+                seen.contains("$'evil\\x1b]0;x\\x07\\u009b\\u202e:A': unset"),
+                "{seen}"
+            ),
+            _ => assert!(seen.contains("evil"), "{seen}"),
+        }
+    }
+}
+
+#[test]
+fn ids_set_refuses_are_addressable_and_restore() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let rb = || bike(&s, d.path());
+    // A backup of a prefix the Python original served: ' lead:A' is restored, the
+    // rows whose keys would be other keys of ours (or that name nothing) are left out.
+    let csv = path(&d, "backup.csv");
+    std::fs::write(
+        &csv,
+        " lead:A,FREQ=DAILY\r\nq:A-A,NOW\r\n,NOW\r\nok:A,FREQ=DAILY\r\n",
+    )
+    .unwrap();
+    let o = rb()
+        .args(["load".as_ref(), csv.as_os_str()])
+        .run()
+        .success();
+    assert!(o.stdout.contains("loaded 2 job(s)"), "{}", o.stdout);
+    assert!(
+        o.stderr
+            .contains("line 1: job id $' lead:A' restored as it is"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("line 2: job id q:A-A left out"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("line 3: job id $'' left out"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stderr.lines().count(), 3, "{}", o.stderr);
+    let mut con = s.con();
+    let stored: Option<String> = con.hget("t-schedules", " lead:A").unwrap();
+    assert_eq!(stored.as_deref(), Some("FREQ=DAILY"));
+    assert!(!con.hexists::<_, _, bool>("t-schedules", "q:A-A").unwrap());
+
+    // Every command that names a stored job names this one.
+    let lead = " lead:A";
+    let tell = rb().args(["tell", lead]).ok();
+    assert!(tell.contains("FREQ=DAILY"), "{tell}");
+    rb().args(["pause", lead]).run().success().stdout_is(
+        "$' lead:A': paused; its schedule is kept (`redbike resume $' lead:A'` places it)\n",
+    );
+    assert!(rb().args(["resume", lead]).ok().contains("next run at"));
+    assert!(rb()
+        .args(["run", lead])
+        .ok()
+        .starts_with("$' lead:A': enqueued"));
+    rb().args(["history", lead]).ok();
+    let check = rb().args(["check"]).run();
+    assert!(check.stdout.contains("odd-id, lead:A,"), "{}", check.stdout);
+    assert!(
+        check.stderr.contains("1 job id(s) `set` refuses"),
+        "{}",
+        check.stderr
+    );
+    rb().args(["unset", lead])
+        .run()
+        .success()
+        .stdout_is("$' lead:A': unset\n");
+
+    // A job the original placed in queue A-A, whose list is job A's lease key while A
+    // runs: check names it, and its advice can be followed with redbike.
+    let _: () = con.hset("t-schedules", "q:A-A", "FREQ=DAILY").unwrap();
+    let _: () = con.set("t-work-A-A", "a-lease-tag").unwrap();
+    let check = rb().args(["check"]).run().code(1);
+    assert!(
+        check.stdout.contains("colliding-id,q:A-A,")
+            && check.stdout.contains("`redbike unset q:A-A`"),
+        "{}",
+        check.stdout
+    );
+    rb().args(["run", "q:A-A"])
+        .run()
+        .fails(2, "queue name \"A-A\" cannot be used");
+    rb().args(["unset", "q:A-A"])
+        .run()
+        .success()
+        .stdout_is("q:A-A: unset\n");
+    let lease: String = con.get("t-work-A-A").unwrap();
+    assert_eq!(lease, "a-lease-tag", "unset leaves job A's lease alone");
+    let check = rb().args(["check"]).run();
+    assert!(!check.stdout.contains("colliding-id"), "{}", check.stdout);
+}
+
+#[test]
+fn out_of_memory_is_named_as_such() {
+    let t = Setup::new();
+    t.set("j:A", "NOW");
+    let w = t.worker(&["A"]);
+    assert!(t.wait_runs(1));
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "1"])
+        .query(&mut t.s.con())
+        .unwrap();
+    let _: () = t.s.con().lpush("t-work-A", "j:A").unwrap_or(());
+    let said = wait_until(20.0, || stderr_of(&w).contains("out of memory"));
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "0"])
+        .query(&mut t.s.con())
+        .unwrap();
+    let log = t.stop(w);
+    assert!(said, "{log}");
+    assert!(!log.contains("odd key"), "{log}");
+}
+
+#[test]
+fn set_of_a_paused_job_says_it_stays_paused() {
+    let t = Setup::new();
+    let rb = || bike(&t.s, t.d.path());
+    t.set("p:A", "FREQ=DAILY");
+    rb().args(["pause", "p:A"]).ok();
+    rb().args(["run", "p:A"]).ok();
+    rb().args(["set", "p:A", "FREQ=HOURLY"])
+        .run()
+        .success()
+        .stdout_is("p:A: schedule stored; the job stays paused (`redbike resume p:A` places it)\n");
+}
