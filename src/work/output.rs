@@ -299,7 +299,9 @@ fn unprintable(c: char) -> bool {
 
 /// The last lines of output as text: whole lines where the tail was cut inside one (the
 /// first, partial line is dropped when a later one exists), each rendered as the log
-/// renders it (binary stays compact), without the final newline.
+/// renders it (binary stays compact), without the final newline. A tail cut inside a
+/// character starts after it, and the text keeps to [`crate::history::TAIL_BYTES`] (an
+/// invalid byte rendered as U+FFFD takes three): it is cut at its start to fit.
 pub fn tail_text(tail: &[u8], cut: bool) -> String {
     let mut bytes = tail;
     if cut {
@@ -308,16 +310,32 @@ pub fn tail_text(tail: &[u8], cut: bool) -> String {
                 bytes = &bytes[i + 1..];
             }
         }
+        // The rest of a character whose first bytes were cut off (at most 3 bytes).
+        let partial = bytes
+            .iter()
+            .take(3)
+            .take_while(|b| **b & 0xc0 == 0x80)
+            .count();
+        bytes = &bytes[partial..];
     }
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     if bytes.is_empty() {
         return String::new();
     }
-    bytes
+    let text = bytes
         .split(|b| *b == b'\n')
         .map(render)
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    match text.len().checked_sub(crate::history::TAIL_BYTES) {
+        Some(over) if over > 0 => {
+            let start = (over..=text.len())
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(text.len());
+            text[start..].to_string()
+        }
+        _ => text,
+    }
 }
 
 #[cfg(test)]
@@ -473,5 +491,22 @@ mod tests {
         assert_eq!(tail_text(b"abcdef", true), "abcdef");
         assert_eq!(tail_text(b"", false), "");
         assert_eq!(tail_text(&[0; 10], false), "<10 NUL bytes>");
+    }
+
+    #[test]
+    fn tails_of_multibyte_text_keep_their_bound() {
+        // 3000 bytes of a 3-byte character, the last 2048 cut inside one.
+        let all = "\u{939}".repeat(1000);
+        let tail = &all.as_bytes()[952..];
+        let text = tail_text(tail, true);
+        assert!(
+            text.len() <= tail.len() && text.starts_with('\u{939}'),
+            "{text:?}"
+        );
+        // An invalid byte in every 4 stays (a U+FFFD of 3 bytes each): cut to fit.
+        let mixed = b"abc\xff".repeat(512);
+        let text = tail_text(&mixed, true);
+        assert!(text.len() <= crate::history::TAIL_BYTES, "{}", text.len());
+        assert!(text.ends_with("abc\u{fffd}"), "{text:?}");
     }
 }

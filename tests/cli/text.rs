@@ -266,3 +266,33 @@ fn set_of_a_paused_job_says_it_stays_paused() {
         .success()
         .stdout_is("p:A: schedule stored; the job stays paused (`redbike resume p:A` places it)\n");
 }
+
+#[test]
+fn a_tail_of_multibyte_text_keeps_its_bound_and_whole_characters() {
+    let t = Setup::new();
+    let job = path(&t.d, "wide.sh");
+    // 3000 bytes of a 3-byte character on one line: its last 2048 bytes start inside one.
+    std::fs::write(
+        &job,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 1000 ]; do printf '\\340\\244\\271'; i=$((i+1)); done\n",
+    )
+    .unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&job)
+        .status();
+    t.set("wide:A", "NOW");
+    let w = bike(&t.s, t.d.path())
+        .args(["work", "A", "--", "./wide.sh"])
+        .spawn();
+    assert!(t.wait_status("wide:A", "STP"), "{}", stderr_of(&w));
+    t.stop(w);
+    let json = bike(&t.s, t.d.path())
+        .args(["history", "wide:A", "--format", "json"])
+        .ok();
+    let entries: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let tail = entries[0]["tail"].as_str().unwrap();
+    assert!(tail.len() <= 2048, "{} bytes", tail.len());
+    assert!(tail.len() > 2000, "{} bytes", tail.len());
+    assert!(tail.chars().all(|c| c == '\u{939}'), "{tail:?}");
+}
