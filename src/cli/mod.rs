@@ -376,8 +376,19 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
     std::panic::set_hook(Box::new(|info| {
         say!("redbike: internal error (please report it): {info}");
     }));
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
+        Err(e) if empty_config_env(&e, &args) => {
+            say!(
+                "{}",
+                crate::log::error_line(
+                    "REDBIKE_CONFIG is set but empty (an empty line in an environment file?): \
+                     name a config file in it, or unset it"
+                )
+            );
+            return ExitCode::Usage as i32;
+        }
         Err(e) => return usage_error(e),
     };
     if let Err(e) = crate::log::init(cli.verbose, cli.quiet) {
@@ -392,6 +403,24 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
             e.exit_code() as i32
         }
     }
+}
+
+/// Whether clap's error is an empty `--config` that came from `$REDBIKE_CONFIG` (set to
+/// "", and no `-c`/`--config` on the command line), which clap names as the flag.
+fn empty_config_env(e: &clap::Error, args: &[OsString]) -> bool {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let about_config = matches!(
+        e.get(ContextKind::InvalidArg),
+        Some(ContextValue::String(arg)) if arg.starts_with("--config")
+    );
+    let flag_given = args.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a.starts_with("--config") || (a.starts_with("-c") && !a.starts_with("--"))
+    });
+    e.kind() == ErrorKind::InvalidValue
+        && about_config
+        && !flag_given
+        && std::env::var_os("REDBIKE_CONFIG").is_some_and(|v| v.is_empty())
 }
 
 /// Help and version go to stdout as clap renders them; errors become one line.

@@ -296,3 +296,20 @@ fn a_tail_of_multibyte_text_keeps_its_bound_and_whole_characters() {
     assert!(tail.len() > 2000, "{} bytes", tail.len());
     assert!(tail.chars().all(|c| c == '\u{939}'), "{tail:?}");
 }
+
+#[test]
+fn an_empty_config_variable_is_named_as_the_variable() {
+    let d = workdir();
+    bare(d.path())
+        .env("REDBIKE_CONFIG", "")
+        .args(["statuses"])
+        .run()
+        .fails(2, "REDBIKE_CONFIG is set but empty");
+    // The flag, given empty, is still named as the flag.
+    let o = bare(d.path())
+        .env("REDBIKE_CONFIG", "")
+        .args(["-c", "", "statuses"])
+        .run()
+        .fails(2, "--config");
+    assert!(!o.stderr.contains("REDBIKE_CONFIG"), "{}", o.stderr);
+}
