@@ -322,7 +322,9 @@ used memory and maxmemory, evicted keys, persistence, and each finding (INFO, an
 CONFIG GET save as the default user); from the run history, runs per minute (estimated \
 from per-minute counts), failures of the last minute, and the lateness of the last \
 minute's runs, p50 and p99 of start minus due among the last 1000 runs (HMGET, LRANGE; \
-see redbike-history(1)). These are cheap: a few round trips whatever the size of the \
+see redbike-history(1)); and, when a dispatcher or worker found the prefix's schedules \
+and its own registration gone at once, the note it left in PREFIX-schedules-lost (GET; \
+Redis came back empty?). These are cheap: a few round trips whatever the size of the \
 data.
 
 Alive: registered dispatchers and workers, and workers per queue (each queue reported, \

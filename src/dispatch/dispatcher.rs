@@ -251,6 +251,9 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             true => watch.check(store.con),
             false => Ok(()),
         };
+        if registration.due() {
+            registration.look_at_prefix(store.con);
+        }
         let expected = ahead.begin_pass();
         // Late jobs of `skip` queues go to their next occurrence before the pass could
         // queue them; lateness is measured from the clock, not from the pass's point

@@ -182,6 +182,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.paused_queues.clone(), "hash"),
             (k.rerun.clone(), "hash"),
             (k.python_seen.clone(), "string"),
+            (k.schedules_lost.clone(), "string"),
         ];
         let head = format!("{}-work-", k.prefix);
         let history = k.history("");

@@ -92,6 +92,10 @@ pub struct Stats {
     /// The evidence that a Python redbike process shares the prefix
     /// (`P-python-seen`), while it lasts: idle processes look every second until then.
     pub python_seen: Option<PythonSeen>,
+    /// What a dispatcher or worker saw when the prefix lost its schedules and its
+    /// registration at once (`P-schedules-lost`, for a day or until schedules come
+    /// back): Redis came back empty?
+    pub schedules_lost: Option<String>,
 }
 
 /// `P-python-seen` (see [`crate::redis::peers`]).
@@ -237,6 +241,7 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
         r.lateness_p99_seconds = max_f64(r.lateness_p99_seconds, t.lateness_p99_seconds);
         r.recent_failures += t.recent_failures;
         all.paused_jobs += s.paused_jobs;
+        all.schedules_lost = all.schedules_lost.or(s.schedules_lost);
         all.history_unfiled += s.history_unfiled;
         if s.python_seen.as_ref().map(|p| p.expires_in_seconds)
             > all.python_seen.as_ref().map(|p| p.expires_in_seconds)
@@ -331,6 +336,11 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         .get(&k.python_seen)
         .pttl(&k.python_seen)
         .query(store.con)?;
+    // A key of another type here is `check`'s to name; the figures go on without it.
+    let schedules_lost: Option<String> = redis::cmd("GET")
+        .arg(&k.schedules_lost)
+        .query(store.con)
+        .unwrap_or(None);
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
@@ -376,6 +386,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
             evidence,
             expires_in_seconds: python_ttl.max(0) / 1000,
         }),
+        schedules_lost,
     })
 }
 
@@ -628,6 +639,9 @@ fn render_text(s: &Stats) -> String {
         r.lateness_samples,
         s.history_unfiled
     ));
+    if let Some(note) = &s.schedules_lost {
+        lines.push(format!("lost        {note}"));
+    }
     lines.push(match &s.python_seen {
         Some(p) => format!(
             "python      a Python redbike process was seen ({}); idle processes look every second for {}s more",
@@ -1019,6 +1033,7 @@ mod tests {
                 evidence: "90 worker w-1: job j:A was queued without a wake-up".into(),
                 expires_in_seconds: 3500,
             }),
+            schedules_lost: None,
         }
     }
 

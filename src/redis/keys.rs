@@ -25,6 +25,7 @@
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
 //! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
 //! | `P-python-seen` | string, expiring | evidence that a Python process shares the prefix: idle processes look for work every second while it exists (new here, see `crate::redis::peers`) |
+//! | `P-schedules-lost` | string, expiring | what a process saw when the prefix lost its schedules and its registration at once: Redis came back empty? (new here, see `crate::redis::registry`) |
 //!
 //! The Python original ignores the keys that are new here: it neither reads nor
 //! writes them, nor deletes them with a job.
@@ -77,6 +78,9 @@ pub struct Keys {
     /// `P-python-seen`: evidence of a Python peer, expiring (see
     /// [`crate::redis::peers`]).
     pub python_seen: String,
+    /// `P-schedules-lost`: a process saw the prefix lose its schedules and its own
+    /// registration at once (Redis came back empty?); what it saw, for `stats` (new here).
+    pub schedules_lost: String,
     /// Channel that wakes dispatchers when something joins the timeline.
     pub timeline_wake: String,
     /// Channel that carries `control` signals.
@@ -142,6 +146,7 @@ impl Keys {
             rerun: format!("{prefix}-rerun"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
+            schedules_lost: format!("{prefix}-schedules-lost"),
             timeline_wake: format!("{prefix}-wake-timeline"),
             control_wake: format!("{prefix}-wake-control"),
         }

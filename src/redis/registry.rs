@@ -82,7 +82,24 @@ pub struct Registration {
     next: Instant,
     /// Why the last heartbeat failed, if it did (logged once per change).
     failing: Option<String>,
+    /// `P-schedules`.
+    schedules: String,
+    /// `P-schedules-lost`.
+    lost_key: String,
+    /// Whether the prefix lost its schedules (seen, and not restored since).
+    lost: bool,
+    /// Whether `P-schedules-lost` says so, as far as this process wrote it.
+    marked: bool,
+    /// Replies the last heartbeat brings beyond its own (a write of `P-schedules-lost`).
+    marking: usize,
 }
+
+/// What the log, history and `stats` say when a process finds its prefix's schedules
+/// and its own registration gone at once.
+pub const LOST_SCHEDULES: &str = "the prefix lost its schedules: redis came back empty?";
+
+/// How long `P-schedules-lost` tells `stats` of a loss nobody restored (a day).
+const LOST_NOTE_TTL: u64 = 86_400;
 
 impl Registration {
     /// The registration of this process as a `kind` working `queues`.
@@ -116,6 +133,81 @@ impl Registration {
             },
             next: Instant::now(),
             failing: None,
+            schedules: keys.schedules,
+            lost_key: keys.schedules_lost,
+            lost: false,
+            marked: false,
+            marking: 0,
+        }
+    }
+
+    /// Whether the prefix lost its schedules (Redis came back empty?): this process's
+    /// registration and `P-schedules` were both gone, and no schedule came back since.
+    pub fn lost_schedules(&self) -> bool {
+        self.lost
+    }
+
+    /// Notes what a heartbeat (or a worker's refresh) saw: whether this process was no
+    /// longer registered, and whether `P-schedules` exists. Both gone at once is what
+    /// Redis restarted empty leaves (or a FLUSHDB): said once, and until schedules
+    /// come back, history entries and `stats` say it.
+    pub fn note_prefix(&mut self, unregistered: bool, schedules: bool) {
+        let kind = &self.description.kind;
+        if unregistered && !schedules && !self.lost {
+            self.lost = true;
+            crate::log_warn!(
+                "{kind}: {LOST_SCHEDULES} {} and this {kind}'s registration are gone; restore the schedules from a backup (`redbike load` of what `redbike schedules` wrote); runs that end meanwhile are recorded with this note",
+                self.schedules
+            );
+        } else if schedules && self.lost {
+            self.lost = false;
+            crate::log_info!("{kind}: {} holds schedules again", self.schedules);
+        }
+    }
+
+    /// Adds the write of `P-schedules-lost` when it no longer says what this process
+    /// saw: the note while the loss lasts, its deletion once schedules came back.
+    fn add_marker(&mut self, pipe: &mut Pipeline) -> usize {
+        if self.lost == self.marked {
+            return 0;
+        }
+        self.marked = self.lost;
+        if self.lost {
+            let note = format!(
+                "{LOST_SCHEDULES} ({} {} saw it at {})",
+                self.description.kind,
+                self.description.id,
+                timestamp::iso_utc(timestamp::now())
+            );
+            pipe.cmd("SET")
+                .arg(&self.lost_key)
+                .arg(note)
+                .arg("EX")
+                .arg(LOST_NOTE_TTL);
+        } else {
+            pipe.cmd("DEL").arg(&self.lost_key);
+        }
+        1
+    }
+
+    /// For a process whose heartbeats go through a script (the dispatcher's, in
+    /// dispatch.lua): looks, in a round trip of its own, whether it is still
+    /// registered and `P-schedules` exists (see [`Registration::note_prefix`]).
+    /// Errors are the heartbeat's to report; they pass here.
+    pub fn look_at_prefix(&mut self, con: &mut Connection) {
+        let mut pipe = redis::pipe();
+        pipe.cmd("SISMEMBER")
+            .arg(&self.procs)
+            .arg(&self.description.id)
+            .cmd("EXISTS")
+            .arg(&self.schedules);
+        let seen: RedisResult<(bool, bool)> = pipe.query(con);
+        if let Ok((registered, schedules)) = seen {
+            self.note_prefix(!registered, schedules);
+            let mut pipe = redis::pipe();
+            if self.add_marker(&mut pipe) > 0 {
+                let _: RedisResult<()> = pipe.query(con);
+            }
         }
     }
 
@@ -167,7 +259,9 @@ impl Registration {
             .arg("EX")
             .arg(self.description.ttl);
         pipe.cmd("SADD").arg(&self.procs).arg(&self.description.id);
-        2
+        pipe.cmd("EXISTS").arg(&self.schedules);
+        self.marking = self.add_marker(pipe);
+        3 + self.marking
     }
 
     /// Reads the replies of a heartbeat added by [`Registration::add_to`]. A refusal
@@ -175,12 +269,21 @@ impl Registration {
     /// does its work.
     pub fn read(&mut self, replies: &mut impl Iterator<Item = RedisResult<Value>>) {
         let mut why = None;
-        for _ in 0..2 {
-            if let Some(Err(e)) = replies.next() {
-                why.get_or_insert_with(|| crate::error::describe_redis(&e));
+        let mut ints = [None; 3];
+        for i in 0..3 + self.marking {
+            match (replies.next(), ints.get_mut(i)) {
+                (Some(Err(e)), _) => {
+                    why.get_or_insert_with(|| crate::error::describe_redis(&e));
+                }
+                (Some(Ok(Value::Int(n))), Some(int)) => *int = Some(n),
+                _ => {}
             }
         }
         self.note(why);
+        // SADD answers 1 when this process's id was no longer in the set.
+        if let [_, Some(added), Some(exists)] = ints {
+            self.note_prefix(added == 1, exists == 1);
+        }
     }
 
     /// Notes dispatch.lua's heartbeat result (`1` written, `-1` refused).

@@ -936,7 +936,14 @@ impl Loop {
             r.job.fence_at = r.job.fence_at.max(Some(fence_at));
         }
         for r in pool.running.values_mut().filter(|r| !r.fenced) {
-            if lost.contains(&r.job.id) {
+            if lost.contains(&r.job.id) && self.registration.lost_schedules() {
+                crate::log_warn!(
+                    "job {}: its running index entry is gone: {}; stopping it",
+                    r.job.id,
+                    registry::LOST_SCHEDULES
+                );
+                r.fence_at = Instant::now();
+            } else if lost.contains(&r.job.id) {
                 crate::log_warn!(
                     "job {}: it was recovered while it ran (its running index entry is gone)",
                     r.job.id
@@ -976,7 +983,7 @@ impl Loop {
             let schedule = f.job.schedule.as_deref();
             let decision = decide(&f.job.id, schedule, &f.end, self.reference(f), &self.policy);
             let (entry, kind) = match history {
-                true => run_entry(f, &decision),
+                true => run_entry(f, &decision, self.registration.lost_schedules()),
                 false => (String::new(), ""),
             };
             Finished {
@@ -1136,7 +1143,11 @@ impl Loop {
         }
         if let Some(from) = trip.confirms {
             if let Some(Ok(v)) = replies.next() {
-                let lost: Vec<String> = redis::from_redis_value(v).unwrap_or_default();
+                let (lost, gone): (Vec<String>, i64) =
+                    redis::from_redis_value(v).unwrap_or_default();
+                if gone == 1 {
+                    self.registration.note_prefix(true, false);
+                }
                 self.confirm(from, &lost);
             }
         }
@@ -1358,7 +1369,8 @@ impl Loop {
 /// Made from the run alone (not the time of the write), so an outcome written again
 /// makes the same entry, which finish.lua then recognises. Borrowed from the run: a
 /// worker of short jobs makes many.
-fn run_entry(f: &Ended, d: &crate::policy::Decision) -> (String, &'static str) {
+/// `lost`: the prefix lost its schedules, which an unset or a recovery then says.
+fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'static str) {
     use crate::history::{millis, origin, Outcome as H, Stored, WORKER};
     use crate::policy::Mode;
     use std::borrow::Cow;
@@ -1381,6 +1393,7 @@ fn run_entry(f: &Ended, d: &crate::policy::Decision) -> (String, &'static str) {
         End::Outcome(Outcome::Failed(why)) => Cow::Borrowed(why.as_str()),
         End::Outcome(Outcome::Success { backoff: Some(n) }) => format!("backoff {n}s").into(),
         _ if outcome == H::Bad => "its schedule cannot be read".into(),
+        _ if lost && matches!(outcome, H::Unset | H::Recovered) => registry::LOST_SCHEDULES.into(),
         _ => "".into(),
     };
     let entry = Stored {

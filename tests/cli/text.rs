@@ -313,3 +313,48 @@ fn an_empty_config_variable_is_named_as_the_variable() {
         .fails(2, "--config");
     assert!(!o.stderr.contains("REDBIKE_CONFIG"), "{}", o.stderr);
 }
+
+#[test]
+fn a_prefix_that_lost_its_schedules_is_named_as_such() {
+    let mut t = Setup::new();
+    std::fs::write(path(&t.d, "rb.toml"), "[redbike]\nheartbeat-ttl = 3\n").unwrap();
+    let rb = |t: &Setup| bike(&t.s, t.d.path()).args(["-c", "rb.toml"]);
+    std::fs::write(path(&t.d, "slow.sh"), "#!/bin/sh\nsleep 3\n").unwrap();
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(path(&t.d, "slow.sh"))
+        .status();
+    rb(&t).args(["set", "slow:A", "CONTINUE"]).ok();
+    let disp = rb(&t).args(["dispatch"]).spawn();
+    let w = rb(&t).args(["work", "A", "--", "./slow.sh"]).spawn();
+    assert!(t.wait_status("slow:A", "WRK"), "{}", stderr_of(&w));
+    // Redis comes back empty (no persistence) while the job runs.
+    t.s.restart();
+    let said = |c: &std::process::Child| {
+        wait_until(20.0, || {
+            stderr_of(c).contains("the prefix lost its schedules: redis came back empty?")
+        })
+    };
+    assert!(said(&w), "worker: {}", stderr_of(&w));
+    assert!(said(&disp), "dispatcher: {}", stderr_of(&disp));
+    let stats = rb(&t).args(["stats"]).ok();
+    assert!(
+        stats.contains("lost        the prefix lost its schedules: redis came back empty?"),
+        "{stats}"
+    );
+    // The run that was going on ends; its entry says what happened.
+    assert!(wait_until(20.0, || rb(&t)
+        .args(["history", "--format", "json"])
+        .ok()
+        .contains("lost its schedules")));
+    // Schedules come back: the note goes.
+    rb(&t).args(["set", "other:B", "FREQ=DAILY"]).ok();
+    assert!(wait_until(20.0, || !rb(&t)
+        .args(["stats"])
+        .ok()
+        .contains("lost  ")));
+    let log = t.stop(w);
+    assert!(!log.contains("recovered while it ran"), "{log}");
+    assert!(log.contains("holds schedules again"), "{log}");
+    crate::dispatch::finish(disp, 5.0);
+}

@@ -1,9 +1,11 @@
 -- refresh: a worker confirms that its jobs still run: pushes the recovery instant of
 -- each forward to Redis's clock plus the delay (XX: never re-adds a job that was
 -- finished or recovered meanwhile).
--- KEYS: leases
+-- KEYS: leases, schedules
 -- ARGV: delay in seconds, then the job ids
--- Returns the ids that were no longer in the index: recovered, so their runs must stop.
+-- Returns the ids that were no longer in the index: recovered, so their runs must stop;
+-- then 1 when some were and the index and the schedules hash are gone too (Redis came
+-- back empty?).
 local bad = wrong_type({KEYS[1], "zset"}) or bad_number(ARGV[1], 0, MAX_TTL, "recovery delay")
 if bad then
   return bad
@@ -25,4 +27,5 @@ end
 if #args > 0 then
   chunked("ZADD", KEYS[1], args)
 end
-return missing
+local gone = (#missing > 0 and redis.call("EXISTS", KEYS[1], KEYS[2]) == 0) and 1 or 0
+return {missing, gone}

@@ -72,7 +72,9 @@ pub(crate) fn add_refresh<'a>(
     ids: impl IntoIterator<Item = &'a String>,
 ) {
     let mut inv = scripts::REFRESH.prepare_invoke();
-    inv.key(&keys.leases).arg(recover_after);
+    inv.key(&keys.leases)
+        .key(&keys.schedules)
+        .arg(recover_after);
     for id in ids {
         inv.arg(id);
     }

@@ -103,6 +103,7 @@ fn json_with_scan_has_every_figure() {
         "paused_queues": [],
         "history_unfiled": 0,
         "python_seen": null,
+        "schedules_lost": null,
     });
     assert_eq!(got, expected);
 }
