@@ -1289,7 +1289,12 @@ fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
         let (a, b) = (&a.description, &b.description);
         (&a.kind, &a.host, a.pid, &a.id).cmp(&(&b.kind, &b.host, b.pid, &b.id))
     });
-    let text = ps::render(&listed, format, timestamp::now())?;
+    let text = ps::render(
+        &listed,
+        format,
+        timestamp::now(),
+        crate::terminal::csv_escapes(),
+    )?;
     out()
         .write_all(&text)
         .map_err(|e| Error::io("cannot write output", e))?;

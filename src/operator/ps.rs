@@ -32,22 +32,27 @@ pub const CSV_HEADER: [&str; 10] = [
     "expires_in_seconds",
 ];
 
-/// Renders `listed` as of `now` (unix seconds, for the table's ages).
-pub fn render(listed: &[Listed], format: Format, now: i64) -> Result<Vec<u8>> {
+/// Renders `listed` as of `now` (unix seconds, for the table's ages). What processes
+/// wrote about themselves is shown by the terminal rule: the table escaped, the CSV
+/// escaped when `escape` (a terminal, [`crate::terminal::csv_escapes`]), JSON exact.
+pub fn render(listed: &[Listed], format: Format, now: i64, escape: bool) -> Result<Vec<u8>> {
     match format {
-        Format::Table => Ok(table(listed, now).into_bytes()),
-        Format::Csv => csv(listed),
+        Format::Table => Ok(table(listed, now)
+            .split_inclusive('\n')
+            .map(crate::terminal::text)
+            .collect::<String>()
+            .into_bytes()),
+        Format::Csv => csv(listed, escape),
         Format::Json => {
             // Strings, numbers and lists of strings always serialize.
-            let mut out = serde_json::to_vec_pretty(listed).expect("Listed serializes");
-            out.push(b'\n');
-            Ok(out)
+            let json = serde_json::to_string_pretty(listed).expect("Listed serializes");
+            Ok(format!("{}\n", crate::terminal::json_safe(json)).into_bytes())
         }
     }
 }
 
 /// One CSV row per process; queues joined with `:`, a dispatcher's concurrency empty.
-fn csv(listed: &[Listed]) -> Result<Vec<u8>> {
+fn csv(listed: &[Listed], escape: bool) -> Result<Vec<u8>> {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(Vec::new());
@@ -55,7 +60,7 @@ fn csv(listed: &[Listed]) -> Result<Vec<u8>> {
     w.write_record(CSV_HEADER).map_err(bad)?;
     for l in listed {
         let d = &l.description;
-        w.write_record([
+        let row = [
             d.id.clone(),
             d.kind.clone(),
             d.host.clone(),
@@ -66,7 +71,11 @@ fn csv(listed: &[Listed]) -> Result<Vec<u8>> {
             d.started.to_string(),
             d.heartbeat.to_string(),
             format!("{:.3}", l.expires_in_seconds),
-        ])
+        ];
+        w.write_record(
+            row.iter()
+                .map(|f| crate::terminal::csv_field(f.as_bytes(), escape)),
+        )
         .map_err(bad)?;
     }
     w.into_inner()
@@ -145,7 +154,7 @@ mod tests {
 
     #[test]
     fn csv_quotes_fields_and_has_the_documented_header() {
-        let out = String::from_utf8(render(&[worker()], Format::Csv, 100).unwrap()).unwrap();
+        let out = String::from_utf8(render(&[worker()], Format::Csv, 100, false).unwrap()).unwrap();
         assert_eq!(
             out,
             "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds\r\n\

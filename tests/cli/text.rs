@@ -108,9 +108,20 @@ fn hostile_text_reaches_people_escaped_and_programs_exact() {
     assert_inert("tell", &tell);
     assert!(has(&tell, "pwned"), "{tell:?}");
 
+    // A process description another writer left (ps lists what processes say).
+    let desc = serde_json::json!({"id": "evil", "kind": "worker",
+        "host": "h\u{1b}[2J\u{202e}", "pid": 1, "queues": ["A\u{9b}"], "concurrency": 1,
+        "version": "0", "started": 1, "heartbeat": 1, "ttl": 30});
+    let _: () = con.sadd("t-procs", "evil").unwrap();
+    let _: () = con.set_ex("t-proc-evil", desc.to_string(), 60).unwrap();
+    let (_, ps, _) = rb().args(["ps", "--format", "json"]).run_bytes();
+    assert_inert("ps --format json", &ps);
+
     // On a terminal every command shows them escaped.
     for args in [
-        &["history"][..],
+        &["ps"][..],
+        &["ps", "--format", "csv"],
+        &["history"],
         &["statuses"],
         &["schedules"],
         &["check"],
@@ -135,6 +146,7 @@ fn hostile_text_reaches_people_escaped_and_programs_exact() {
                 "{seen}"
             ),
             "stats" => assert!(seen.contains("note\\x1b[2J"), "{seen}"),
+            "ps" => assert!(seen.contains("h\\x1b[2J\\u202e"), "{seen}"),
             "unset" => assert!(
                 seen.contains("$'evil\\x1b]0;x\\x07\\u009b\\u202e:A': unset"),
                 "{seen}"
