@@ -363,10 +363,12 @@ pub enum CompletionShell {
     Fish,
 }
 
-/// Writes a line to stderr; a closed stderr is no reason to panic.
+/// Writes a line to stderr by the terminal rule (it may quote what Redis holds); a
+/// closed stderr is no reason to panic.
 macro_rules! say {
     ($($t:tt)*) => {{
-        let _ = writeln!(io::stderr(), $($t)*);
+        let line = format!($($t)*);
+        let _ = writeln!(io::stderr(), "{}", crate::terminal::text(&line));
     }};
 }
 
