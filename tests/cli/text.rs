@@ -8,8 +8,11 @@ use redis::Commands;
 use crate::{harness::*, work::Setup};
 
 /// A job that prints what a terminal would obey: an OSC title and a screen clear, a C1
-/// CSI, bidirectional overrides, NUL, DEL, invalid UTF-8 and a bare CR; then fails.
+/// CSI, bidirectional overrides, NUL, DEL, invalid UTF-8, a bare CR and a 20,000-byte
+/// line ending in escapes (longer than a logged line and than a history tail); then
+/// fails.
 const HOSTILE_JOB: &str = r#"#!/bin/sh
+head -c 20000 /dev/zero | tr '\000' 'x'; printf '\033[2J\302\233long\n'
 printf '\033]0;pwned\007\033[2J title\n'
 printf 'c1 \302\233 31m bidi \342\200\256 evil \342\201\246 end\n'
 printf 'nul \000 del \177 bad \377\376 cr\rx\n'
@@ -90,7 +93,7 @@ fn hostile_text_reaches_people_escaped_and_programs_exact() {
         "pwned"
     )));
     let log = t.stop(w);
-    assert!(log.contains("pwned"), "{log}");
+    assert!(log.contains("pwned") && log.contains("xxxx"), "{log}");
     assert_inert("worker log", log.as_bytes());
 
     // Piped, CSV keeps the exact bytes: the id, and the output as the tail kept it.
