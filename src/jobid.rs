@@ -89,6 +89,11 @@ pub fn validate(id: &str) -> Result<(), JobIdError> {
     if id.trim() != id || queue.trim() != queue {
         return Err(JobIdError::Whitespace(id.to_string()));
     }
+    keys_are_its_own(id, queue)
+}
+
+/// Checks that the keys of job `id` in `queue` are no other keys of ours.
+fn keys_are_its_own(id: &str, queue: &str) -> Result<(), JobIdError> {
     // `P-work-Q-` + id == `P-work-Q-members` exactly when the id is "members".
     if id == "members" {
         return Err(JobIdError::Reserved(id.to_string()));
@@ -122,17 +127,7 @@ pub fn validate_placeable(id: &str) -> Result<(), JobIdError> {
     if queue.is_empty() {
         return Err(JobIdError::NoQueue(id.to_string()));
     }
-    if id == "members" {
-        return Err(JobIdError::Reserved(id.to_string()));
-    }
-    if let Some(why) = queue_collision(queue) {
-        return Err(JobIdError::Collides {
-            id: id.to_string(),
-            queue: queue.to_string(),
-            why,
-        });
-    }
-    Ok(())
+    keys_are_its_own(id, queue)
 }
 
 #[cfg(test)]
