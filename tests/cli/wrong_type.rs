@@ -451,6 +451,14 @@ fn every_script_checks_every_key_before_its_first_write() {
                 "claim" => key == QUEUE.0 || key == MEMBERS.0 || key == "t-work-A-A",
                 _ => false,
             };
+            // unset forgets the job everywhere but in a queue list of another type,
+            // which under a colliding queue name is another key of ours (X-X is job
+            // X's lease): it is left as it was.
+            if c.name == "unset" && key == QUEUE.0 {
+                assert!(reply.is_ok(), "unset: {key}: {reply:?}");
+                assert_eq!(s.dump().get(key), before.get(key), "unset: {key} changed");
+                continue;
+            }
             if per_queue {
                 let reply = format!("{reply:?}");
                 assert!(reply.starts_with("Ok("), "{}: {key}: {reply}", c.name);
