@@ -246,6 +246,27 @@ fn ids_set_refuses_are_addressable_and_restore() {
     assert_eq!(lease, "a-lease-tag", "unset leaves job A's lease alone");
     let check = rb().args(["check"]).run();
     assert!(!check.stdout.contains("colliding-id"), "{}", check.stdout);
+
+    // What is printed pastes back: a shell turns the $'…' string into the id.
+    let odd = "it's \u{1b}[2J\\:A";
+    let _: () = con.hset("t-schedules", odd, "FREQ=DAILY").unwrap();
+    let printed = rb().args(["pause", odd]).ok();
+    let quoted = printed.split(": paused").next().unwrap();
+    assert_eq!(quoted, "$'it\\'s \\x1b[2J\\\\:A'");
+    if std::process::Command::new("bash")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip("bash is not installed");
+        return;
+    }
+    bare_via(d.path(), &["bash", "-c", &format!("\"$0\" unset {quoted}")])
+        .env("REDBIKE_REDIS_URL", s.url())
+        .run()
+        .success()
+        .stdout_is(&format!("{quoted}: unset\n"));
+    assert!(!con.hexists::<_, _, bool>("t-schedules", odd).unwrap());
 }
 
 #[test]
