@@ -313,7 +313,7 @@ impl Config {
         let fence_after = in_range(
             "redbike.fence-after",
             limits::FENCE_AFTER,
-            t.fence_after.unwrap_or(crate::work::FENCE_AFTER.as_secs()),
+            t.fence_after.unwrap_or(limits::FENCE_AFTER_DEFAULT),
         )?;
         let failure_delay = in_range(
             "redbike.failure-delay",

@@ -27,6 +27,8 @@ pub const GRACE: Range = Range::new(1, 86_400, "seconds");
 /// `--fence-after`, `fence-after`: seconds a worker's job may go unconfirmed to Redis
 /// before the worker stops it (at least three refreshes; a day at most).
 pub const FENCE_AFTER: Range = Range::new(3, 86_400, "seconds");
+/// `fence-after`'s default, seconds (why 35: see `FENCE_AFTER` in `work/api.rs`).
+pub const FENCE_AFTER_DEFAULT: u64 = 35;
 /// `failure-delay`: seconds a failed CONTINUE job waits (0: none).
 pub const FAILURE_DELAY: Range = Range::new(0, YEAR, "seconds");
 /// `catch-up.Q.grace`: seconds a run may be late and still run in a `skip` queue: at

@@ -84,17 +84,25 @@ impl Trouble {
         };
         let line = self.note(kind, Instant::now());
         let who = &self.who;
-        match line {
-            Some(Line::Began) => crate::log_warn!("{who}: {message}; {retry}"),
-            Some(Line::Changed(t)) => crate::log_warn!(
+        // What needs an operator is an error; what may pass by itself, a warning.
+        let level = match cannot_fix {
+            true => crate::log::Level::Error,
+            false => crate::log::Level::Warn,
+        };
+        let text = match line {
+            Some(Line::Began) => format!("{who}: {message}; {retry}"),
+            Some(Line::Changed(t)) => format!(
                 "{who}: {message} (failing for {:.0}s now); {retry}",
                 t.as_secs_f64()
             ),
-            Some(Line::Reminder(t)) => crate::log_warn!(
+            Some(Line::Reminder(t)) => format!(
                 "{who}: still failing after {:.0}s: {message}",
                 t.as_secs_f64()
             ),
-            None => {}
+            None => String::new(),
+        };
+        if line.is_some() {
+            crate::log::write(level, format_args!("{text}"));
         }
         self.backoff.step()
     }

@@ -32,7 +32,7 @@ pub const POLL_EVERY: Duration = Duration::from_millis(950);
 /// the first after it a refresh late. A worker that dies is not silent: its guard
 /// tells Redis at once (see `death.rs`), so only silence waits this long.
 /// `limits::FENCE_AFTER` keeps any setting at three refreshes or more.
-pub const FENCE_AFTER: Duration = Duration::from_secs(35);
+pub const FENCE_AFTER: Duration = Duration::from_secs(crate::limits::FENCE_AFTER_DEFAULT);
 /// What the recovery instant keeps in hand beyond the fencing interval and the grace
 /// period: the loop's or the guard's lateness in sending a signal and the kernel's in
 /// delivering SIGKILL (milliseconds), and the drift between the worker's clock and
@@ -251,8 +251,9 @@ mod tests {
     }
 
     #[test]
-    fn fencing_keeps_recovery_as_fast_as_before() {
-        assert_eq!(recover_after(&settings()), Duration::from_secs(10));
+    fn silence_is_recovered_after_the_fencing_interval_grace_and_margin() {
+        // 35 s rides out a 30 s stall; a dead worker is reported at once instead.
+        assert_eq!(recover_after(&settings()), Duration::from_secs(42));
         assert!(FENCE_AFTER >= POLL_EVERY * 3);
         assert!(Duration::from_secs(crate::limits::FENCE_AFTER.lo) >= POLL_EVERY * 3);
     }

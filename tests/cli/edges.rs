@@ -248,6 +248,12 @@ fn a_dispatcher_meeting_a_wrong_type_later_logs_it_once_as_refused_not_an_outage
     let err = stderr_of(w.child());
     assert_eq!(lines_with(&err, "WRONGTYPE"), 1, "{err}");
     assert!(err.contains("redis refused a command: WRONGTYPE"), "{err}");
+    // It needs an operator: an error, not a warning.
+    let line = err
+        .lines()
+        .find(|l| l.contains("WRONGTYPE"))
+        .unwrap_or_default();
+    assert!(line.contains("level=error"), "{line}");
     assert!(!err.contains("***"), "an error text masked as a URL: {err}");
     let _: () = s.con().del("t-timeline").unwrap();
     assert!(wait_stderr(w.child(), "commands work again", 10.0));
