@@ -228,6 +228,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             recovery.outage_ended();
             ahead.fresh = true;
         }
+        registration.unfixable(link.unfixable());
         let Some(con) = link.get() else {
             let wait = link.wait().unwrap_or(Duration::from_secs(1));
             if let Ok(w) = wake_rx.recv_timeout(wait) {

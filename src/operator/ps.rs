@@ -19,7 +19,7 @@ pub enum Format {
 }
 
 /// The CSV header row (also in the man page).
-pub const CSV_HEADER: [&str; 10] = [
+pub const CSV_HEADER: [&str; 11] = [
     "id",
     "kind",
     "host",
@@ -30,6 +30,7 @@ pub const CSV_HEADER: [&str; 10] = [
     "started",
     "heartbeat",
     "expires_in_seconds",
+    "failing",
 ];
 
 /// Renders `listed` as of `now` (unix seconds, for the table's ages). What processes
@@ -71,6 +72,7 @@ fn csv(listed: &[Listed], escape: bool) -> Result<Vec<u8>> {
             d.started.to_string(),
             d.heartbeat.to_string(),
             format!("{:.3}", l.expires_in_seconds),
+            d.failing.clone().unwrap_or_default(),
         ];
         w.write_record(
             row.iter()
@@ -94,6 +96,7 @@ fn table(listed: &[Listed], now: i64) -> String {
         "STARTED",
         "HEARTBEAT",
         "EXPIRES",
+        "FAILING",
     ]
     .map(String::from)];
     for l in listed {
@@ -111,6 +114,7 @@ fn table(listed: &[Listed], now: i64) -> String {
             timestamp::iso_utc(d.started),
             format!("{}s ago", (now - d.heartbeat).max(0)),
             format!("in {:.0}s", l.expires_in_seconds.ceil()),
+            d.failing.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len())
@@ -147,6 +151,7 @@ mod tests {
                 started: 0,
                 heartbeat: 95,
                 ttl: 30,
+                failing: None,
             },
             expires_in_seconds: 25.5,
         }
@@ -157,8 +162,8 @@ mod tests {
         let out = String::from_utf8(render(&[worker()], Format::Csv, 100, false).unwrap()).unwrap();
         assert_eq!(
             out,
-            "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds\r\n\
-             h-7-00000001,worker,h,7,\"A:B,\"\"x\"\"\",4,0.1.0,0,95,25.500\r\n"
+            "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing\r\n\
+             h-7-00000001,worker,h,7,\"A:B,\"\"x\"\"\",4,0.1.0,0,95,25.500,\r\n"
         );
     }
 

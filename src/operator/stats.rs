@@ -117,6 +117,9 @@ pub struct Alive {
     /// Workers alive per queue: every queue reported (0 when none works it) and every
     /// queue a live worker works.
     pub workers_per_queue: BTreeMap<String, u64>,
+    /// Of those alive, processes that say an error retrying cannot fix keeps them from
+    /// their work (`redbike ps` names it).
+    pub failing: u64,
 }
 
 /// Overdue jobs: on the timeline with a score older than `now - after_seconds`. A
@@ -227,6 +230,7 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
         all.alive = all.alive.zip(s.alive).map(|(mut a, b)| {
             a.dispatchers = a.dispatchers.min(b.dispatchers);
             a.workers = a.workers.min(b.workers);
+            a.failing = a.failing.max(b.failing);
             for (q, n) in b.workers_per_queue {
                 let fewest = a.workers_per_queue.get(&q).map_or(0, |m| n.min(*m));
                 a.workers_per_queue.insert(q, fewest);
@@ -273,9 +277,11 @@ fn count_alive(listed: &[crate::redis::registry::Listed], named: &BTreeSet<Strin
         dispatchers: 0,
         workers: 0,
         workers_per_queue: named.iter().map(|q| (q.clone(), 0)).collect(),
+        failing: 0,
     };
     for l in listed {
         let d = &l.description;
+        alive.failing += u64::from(d.failing.is_some());
         match d.kind.as_str() {
             crate::redis::registry::DISPATCHER => alive.dispatchers += 1,
             crate::redis::registry::WORKER => {
@@ -569,6 +575,12 @@ fn render_text(s: &Stats) -> String {
                     .collect();
                 lines.push(format!("workers     {}", per.join(", ")));
             }
+            if a.failing > 0 {
+                lines.push(format!(
+                    "failing     {} process(es) kept from their work by an error retrying cannot fix (see redbike ps)",
+                    a.failing
+                ));
+            }
         }
         None => lines.push(format!(
             "alive       unknown: {} holds another type than a set (see redbike check)",
@@ -860,6 +872,11 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             "Registered workers alive (Python processes do not register).",
             s.alive.as_ref().map(|a| a.workers),
         ),
+        optional(
+            "redbike_processes_failing",
+            "Registered processes kept from their work by an error retrying cannot fix (redbike ps names it).",
+            s.alive.as_ref().map(|a| a.failing),
+        ),
         Gauge {
             name: "redbike_queue_workers_alive",
             help: "Registered workers alive that work the queue.",
@@ -1010,6 +1027,7 @@ mod tests {
                 workers_per_queue: [("A".to_string(), 2u64), ("C".to_string(), 0)]
                     .into_iter()
                     .collect(),
+                failing: 0,
             }),
             overdue: Overdue {
                 jobs: 4,

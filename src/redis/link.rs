@@ -45,6 +45,9 @@ pub struct Link {
     settled: bool,
     /// An error retrying cannot fix, met before the loop settled: the loop ends.
     gave_up: Option<Error>,
+    /// The kind of the error retrying cannot fix that is going on after the loop
+    /// settled (`NOPERM`, `WRONGTYPE`, ...): the process says so in its registration.
+    unfixable: Option<String>,
 }
 
 impl Link {
@@ -62,6 +65,7 @@ impl Link {
             server: String::new(),
             settled: false,
             gave_up: None,
+            unfixable: None,
         }
     }
 
@@ -181,9 +185,16 @@ impl Link {
         if self.settled {
             let d = self.trouble.failed(kind, message, true);
             self.delay(d);
+            self.unfixable = Some(kind.to_string());
         } else {
             self.gave_up = Some(e);
         }
+    }
+
+    /// The kind of the error retrying cannot fix that keeps the loop from its work, while
+    /// it lasts.
+    pub fn unfixable(&self) -> Option<&str> {
+        self.unfixable.as_deref()
     }
 
     /// Reports that the loop did its work once (a dispatcher's pass, a worker's claim):
@@ -200,6 +211,7 @@ impl Link {
 
     /// Reports a successful command, ending a failure.
     pub fn ok(&mut self) {
+        self.unfixable = None;
         if let Some(t) = self.trouble.ok() {
             if self.outage {
                 crate::log_info!(

@@ -56,6 +56,10 @@ pub struct Description {
     pub heartbeat: i64,
     /// Seconds its entry outlives its last heartbeat (`heartbeat-ttl`).
     pub ttl: u64,
+    /// The error retrying cannot fix that keeps it from its work (`NOPERM`,
+    /// `WRONGTYPE`, ...), while that lasts; absent while it works.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<String>,
 }
 
 /// A registered process as a reader sees it.
@@ -130,6 +134,7 @@ impl Registration {
                 started: now,
                 heartbeat: now,
                 ttl,
+                failing: None,
             },
             next: Instant::now(),
             failing: None,
@@ -247,6 +252,12 @@ impl Registration {
                 self.description.ttl.to_string(),
             ],
         )
+    }
+
+    /// Notes the error retrying cannot fix that keeps this process from its work (`None`
+    /// once it works again), said by the next heartbeat.
+    pub fn unfixable(&mut self, kind: Option<&str>) {
+        self.description.failing = kind.map(str::to_string);
     }
 
     /// Adds a heartbeat to `pipe`; returns how many replies it brings (for
@@ -427,6 +438,7 @@ mod tests {
             started: 10,
             heartbeat: 20,
             ttl: 30,
+            failing: Some("NOPERM".into()),
         };
         let json = serde_json::to_string(&d).unwrap();
         assert_eq!(serde_json::from_str::<Description>(&json).unwrap(), d);

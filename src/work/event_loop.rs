@@ -741,6 +741,7 @@ impl Loop {
                 health = self.watch.add_to(&mut pipe);
             }
             if self.registration.due() {
+                self.registration.unfixable(self.link.unfixable());
                 beats = self.registration.add_to(&mut pipe);
             }
             notes = self.peers.add_to(&mut pipe, self.registration.id());

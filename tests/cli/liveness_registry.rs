@@ -89,7 +89,7 @@ fn ps_lists_running_processes_until_they_stop_cleanly() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds"
+        "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing"
     );
     assert_eq!(lines.len(), 3, "{csv}");
     assert!(
@@ -339,4 +339,47 @@ fn bad_liveness_settings_are_refused() {
             .fails(2, key);
     }
     assert_eq!(s.dbsize(), 0);
+}
+
+#[test]
+fn ps_and_stats_name_a_process_kept_from_its_work_by_an_error_retrying_cannot_fix() {
+    let (s, d) = setup();
+    // Heartbeats outlive the worker's retries (every 5 s at most).
+    std::fs::write(path(&d, "rb.toml"), "[redbike]\nheartbeat-ttl = 12\n").unwrap();
+    let work = start(&s, d.path(), &["work", "A", "--", "true"]);
+    assert!(wait_until(10.0, || ps_json(&s, d.path()).len() == 1));
+    assert_eq!(ps_json(&s, d.path())[0].get("failing"), None);
+    // The fencing token counter turns into a hash: every claim is refused (WRONGTYPE).
+    let _: () = s.con().hset("t-fencing", "not", "a counter").unwrap();
+    // A job queued by hand (`set` refuses over the odd key), announced.
+    let mut con = s.con();
+    let _: () = con.hset("t-schedules", "j:A", "STOP").unwrap();
+    let _: () = con.lpush("t-work-A", "j:A").unwrap();
+    let _: () = con.sadd("t-work-A-members", "j:A").unwrap();
+    let _: () = con.publish("t-wake-A", 1).unwrap();
+    assert!(
+        wait_until(20.0, || ps_json(&s, d.path())[0]["failing"] == "WRONGTYPE"),
+        "{:?}",
+        ps_json(&s, d.path())
+    );
+    assert_eq!(stats_json(&s, d.path(), &[])["alive"]["failing"], 1);
+    let prom = bike(&s, d.path())
+        .args(["-c", "rb.toml", "stats", "--format", "prometheus"])
+        .ok();
+    assert!(
+        prom.contains("redbike_processes_failing{prefix=\"t\"} 1\n"),
+        "{prom}"
+    );
+    let table = bike(&s, d.path()).args(["-c", "rb.toml", "ps"]).ok();
+    assert!(
+        table.contains("FAILING") && table.contains("WRONGTYPE"),
+        "{table}"
+    );
+    // Fixed: the worker carries on by itself and says so.
+    let _: () = s.con().del("t-fencing").unwrap();
+    assert!(wait_until(20.0, || ps_json(&s, d.path())[0]
+        .get("failing")
+        .is_none()));
+    assert_eq!(stats_json(&s, d.path(), &[])["alive"]["failing"], 0);
+    drop(work);
 }
