@@ -91,7 +91,7 @@ fn json_with_scan_has_every_figure() {
         "unparsable_statuses": 1,
         "lease_keys": 1,
         "alive": {
-            "dispatchers": 0,
+            "dispatchers": 0, "failing": 0,
             "workers": 0,
             "workers_per_queue": {"A": 0, "B": 0, "C": 0, "Z": 0, "my-q": 0},
         },
@@ -362,6 +362,7 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
         (series("redbike_overdue_after_seconds", &[]), 60),
         (series("redbike_dispatchers_alive", &[]), 0),
         (series("redbike_workers_alive", &[]), 0),
+        (series("redbike_processes_failing", &[]), 0),
         (q("redbike_queue_workers_alive", "A"), 0),
         (q("redbike_queue_workers_alive", "B"), 0),
         (q("redbike_queue_workers_alive", "C"), 0),
