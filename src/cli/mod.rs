@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use clap::{ArgAction, Parser, Subcommand};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::{
     config::{Config, OnFailure, Overrides},
@@ -379,7 +379,14 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> i32 {
         say!("redbike: internal error (please report it): {info}");
     }));
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // `--version` also names the commit (build.rs); the man pages keep the bare version.
+    let parsed = Cli::command()
+        .long_version(env!("REDBIKE_LONG_VERSION"))
+        .try_get_matches_from(&args)
+        .and_then(|mut m| {
+            Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut Cli::command()))
+        });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if empty_config_env(&e, &args) => {
             say!(
@@ -1329,7 +1336,6 @@ fn cmd_top(config: &Config, once: bool, queues: Option<&str>) -> Result<ExitCode
 }
 
 fn cmd_completions(shell: CompletionShell) -> Result<ExitCode> {
-    use clap::CommandFactory;
     let shell = match shell {
         CompletionShell::Bash => clap_complete::Shell::Bash,
         CompletionShell::Zsh => clap_complete::Shell::Zsh,

@@ -1,6 +1,7 @@
-//! Operations: log lines, `stats`, shell completions and the systemd units.
+//! Operations: log lines, `stats`, shell completions, the systemd units and `--version`.
 
 mod completions;
 mod logs;
 pub(crate) mod stats;
 mod systemd;
+mod version;
