@@ -1,4 +1,5 @@
-//! The committed man pages must match what the clap definitions generate.
+//! The committed man pages and completion scripts (both packaged, see Cargo.toml) must
+//! match what the clap definitions generate.
 //! Regenerate them with: REDBIKE_UPDATE_MAN=1 cargo test --test man
 
 use std::path::Path;
@@ -29,12 +30,13 @@ fn pages() -> Vec<(String, Vec<u8>)> {
     pages
 }
 
-#[test]
-fn committed_man_pages_are_current() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+/// Writes `files` into `dir` (relative to the repository) under REDBIKE_UPDATE_MAN;
+/// otherwise fails naming those whose committed copy differs.
+fn assert_current(dir: &str, files: Vec<(String, Vec<u8>)>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let update = std::env::var_os("REDBIKE_UPDATE_MAN").is_some();
     let mut stale = Vec::new();
-    for (name, text) in pages() {
+    for (name, text) in files {
         let path = dir.join(&name);
         if update {
             std::fs::create_dir_all(&dir).unwrap();
@@ -45,6 +47,39 @@ fn committed_man_pages_are_current() {
     }
     assert!(
         stale.is_empty(),
-        "man pages out of date: {stale:?}; run REDBIKE_UPDATE_MAN=1 cargo test --test man"
+        "{} out of date: {stale:?}; run REDBIKE_UPDATE_MAN=1 cargo test --test man",
+        dir.display()
     );
+}
+
+#[test]
+fn committed_man_pages_are_current() {
+    assert_current("man", pages());
+}
+
+/// The scripts `redbike completions SHELL` prints, under the names the package installs.
+fn completions() -> Vec<(String, Vec<u8>)> {
+    use clap_complete::Shell;
+    [
+        (Shell::Bash, "redbike.bash"),
+        (Shell::Zsh, "_redbike"),
+        (Shell::Fish, "redbike.fish"),
+    ]
+    .into_iter()
+    .map(|(shell, name)| {
+        let mut script = Vec::new();
+        clap_complete::generate(
+            shell,
+            &mut redbike::cli::Cli::command(),
+            "redbike",
+            &mut script,
+        );
+        (name.to_string(), script)
+    })
+    .collect()
+}
+
+#[test]
+fn committed_completion_scripts_are_current() {
+    assert_current("contrib/completions", completions());
 }

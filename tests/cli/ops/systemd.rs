@@ -75,6 +75,12 @@ fn is_operator(w: &str) -> bool {
     ["|", "||", "&&", ";", "&"].contains(&w) || w.starts_with('>') || w.starts_with('<')
 }
 
+/// Whether a program word is redbike: a bare name (found in systemd's search path, so
+/// in /usr/local/bin or the package's /usr/bin) or a path.
+fn is_redbike(word: &str) -> bool {
+    word == "redbike" || word.ends_with("/redbike")
+}
+
 /// The argument lists `redbike` is run with by one ExecStart value: directly, or
 /// inside `sh -c 'SCRIPT'`. systemd's `$$` is a literal `$`; `%I` is the instance.
 fn redbike_argvs(exec: &str) -> Vec<Vec<String>> {
@@ -90,7 +96,7 @@ fn redbike_argvs(exec: &str) -> Vec<Vec<String>> {
         return script
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.ends_with("/redbike"))
+            .filter(|(_, w)| is_redbike(w))
             .map(|(i, _)| {
                 script[i + 1..]
                     .iter()
@@ -100,7 +106,7 @@ fn redbike_argvs(exec: &str) -> Vec<Vec<String>> {
             })
             .collect();
     }
-    assert!(w[0].ends_with("/redbike"), "{exec:?} runs no redbike");
+    assert!(is_redbike(&w[0]), "{exec:?} runs no redbike");
     vec![w[1..].to_vec()]
 }
 
@@ -179,11 +185,16 @@ fn systemd_analyze_verify_accepts_the_units() {
         skip("systemd-analyze is not installed: units not verified");
         return;
     }
-    // verify insists that ExecStart's program exists: point it at the built binary.
+    // verify insists that ExecStart's program exists (a bare name in systemd's search
+    // path): point it at the built binary.
     let d = workdir();
     let mut args = vec!["verify".to_string(), "--man=no".to_string()];
     for (name, text) in units() {
-        std::fs::write(path(&d, &name), text.replace("/usr/local/bin/redbike", BIN)).unwrap();
+        std::fs::write(
+            path(&d, &name),
+            text.replace("ExecStart=redbike ", &format!("ExecStart={BIN} ")),
+        )
+        .unwrap();
         // A template is verified as an instance: FILE:ALIAS (systemd-analyze's syntax).
         args.push(match name.strip_suffix("@.service") {
             Some(stem) => format!("./{name}:{stem}@{INSTANCE}.service"),
