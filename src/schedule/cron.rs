@@ -370,7 +370,7 @@ impl Cron {
                     return Ok(Some(b));
                 }
             }
-            let (inst, gap) = to_instant(zone, l)?;
+            let (inst, gap) = to_instant(zone, l);
             if inst > after {
                 if !gap {
                     return Ok(Some(inst));

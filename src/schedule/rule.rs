@@ -42,8 +42,9 @@ use chrono::{DateTime, NaiveDateTime, Offset, TimeZone};
 use chrono_tz::Tz;
 
 use super::{clip, MAX_SCHEDULE_BYTES};
+pub use engine::BUDGET;
 pub(super) use engine::{civil_from_days, days_in_month, weekday, DAY, MAX_LOCAL};
-use engine::{days_from_civil, Freq, Plan, ScanEnd, Spec};
+use engine::{days_from_civil, Budget, Freq, Plan, ScanEnd, Spec};
 
 /// Why a rule could not be parsed or evaluated. Every message is one
 /// lower-case line that names the problem and says what to do.
@@ -72,9 +73,13 @@ pub enum RuleError {
     /// The rule provably has no occurrence at all.
     #[error("rule can never fire: {0}")]
     NeverFires(String),
-    /// The next occurrence could not be determined within the work limit.
-    #[error("rule could not be evaluated: {0}")]
-    Unevaluable(String),
+    /// Finding the next occurrence took more than the budget every rule is held to.
+    #[error(
+        "too costly to evaluate: finding the next run takes more than {BUDGET} steps, the \
+         limit for every rule; simplify it (BY parts that rarely coincide, EXRULE or EXDATE \
+         excluding many runs in a row, COUNT counted from a DTSTART long ago)"
+    )]
+    OverBudget,
 }
 
 /// The DTSTART of a rule, as local seconds in its zone.
@@ -128,13 +133,6 @@ pub struct Rule {
     rdates: Vec<DateItem>,
     exdates: Vec<DateItem>,
 }
-
-/// How many occurrences in a row may be excluded before a rule set is given up
-/// on: an EXRULE that excludes (almost) every RRULE occurrence is a mistake. A
-/// whole excluded day (`EXDATE;VALUE=DATE`) counts once, however many occurrences
-/// it holds; a month of minutes taken out by an EXRULE is 44,640, a weekend of
-/// seconds 172,800.
-const MAX_EXCLUDED_IN_A_ROW: usize = 200_000;
 
 /// Earliest unix time accepted as `after` (1900-01-01T00:00:00Z).
 pub(super) const MIN_AFTER: i64 = -2_208_988_800;
@@ -277,53 +275,68 @@ impl Rule {
     /// A rule set yields the earliest occurrence of any RRULE or RDATE that
     /// no EXRULE or EXDATE excludes, compared as instants; each RRULE counts
     /// its own COUNT, as in dateutil's `rruleset`.
+    ///
+    /// The search is held to a budget of [`BUDGET`] steps (see `engine::Budget`);
+    /// a rule that needs more is [`RuleError::OverBudget`].
     pub fn next_after(&self, after: i64, tz: Tz) -> Result<Option<i64>, RuleError> {
+        self.next_within(after, tz, &Budget::default())
+    }
+
+    /// [`Rule::next_after`], spending from `budget`.
+    fn next_within(&self, after: i64, tz: Tz, budget: &Budget) -> Result<Option<i64>, RuleError> {
+        if after >= MAX_LOCAL {
+            return Ok(None);
+        }
+        if after < MIN_AFTER {
+            return Err(RuleError::OutOfRange(format!(
+                "reference time {after} is before 1900: pass a unix time in seconds"
+            )));
+        }
         let zone = self.zone().unwrap_or(tz);
+        let dates = Dates::of(self, zone, budget)?;
         let mut after = after;
-        for _ in 0..MAX_EXCLUDED_IN_A_ROW {
-            let mut next: Option<i64> = None;
+        // Each round spends at least a step, so the budget ends even a rule set whose
+        // exclusions never end.
+        loop {
+            budget.spend(1)?;
+            let mut next = dates.rdate_after(after);
             for r in &self.rrules {
-                if let Some(t) = r.next_after(self.start, after, zone)? {
-                    next = Some(next.map_or(t, |n| n.min(t)));
-                }
-            }
-            for d in &self.rdates {
-                let t = date_instant(*d, zone)?;
-                if t > after && t <= MAX_LOCAL {
+                if let Some(t) = r.next_after(self.start, after, zone, budget)? {
                     next = Some(next.map_or(t, |n| n.min(t)));
                 }
             }
             let Some(t) = next else {
                 return Ok(None);
             };
-            match self.excluded(t, zone)? {
+            match self.excluded(t, zone, &dates, budget)? {
                 None => return Ok(Some(t)),
                 Some(past) => after = past,
             }
         }
-        Err(RuleError::Unevaluable(format!(
-            "EXRULE or EXDATE exclude more than {MAX_EXCLUDED_IN_A_ROW} occurrences in a row; \
-             check that they do not exclude (almost) every occurrence"
-        )))
     }
 
     /// Whether an EXRULE or EXDATE excludes instant `t`: if so, the instant the
     /// search goes on after — `t`, or the last second of an excluded whole day, so
     /// that a day of a SECONDLY rule is passed over in one step.
-    fn excluded(&self, t: i64, zone: Tz) -> Result<Option<i64>, RuleError> {
-        for d in &self.exdates {
-            match *d {
-                DateItem::Day(day) if (t + offset_at(zone, t)).div_euclid(DAY) == day => {
-                    let next_day = to_instant(zone, (day + 1) * DAY)?.0;
-                    return Ok(Some((next_day - 1).max(t)));
-                }
-                DateItem::Day(_) => {}
-                other if date_instant(other, zone)? == t => return Ok(Some(t)),
-                _ => {}
+    fn excluded(
+        &self,
+        t: i64,
+        zone: Tz,
+        dates: &Dates,
+        budget: &Budget,
+    ) -> Result<Option<i64>, RuleError> {
+        if !dates.ex_days.is_empty() {
+            let day = (t + offset_at(zone, t)).div_euclid(DAY);
+            if dates.ex_days.binary_search(&day).is_ok() {
+                let next_day = to_instant(zone, (day + 1) * DAY).0;
+                return Ok(Some((next_day - 1).max(t)));
             }
         }
+        if dates.ex_instants.binary_search(&t).is_ok() {
+            return Ok(Some(t));
+        }
         for r in &self.exrules {
-            if r.next_after(self.start, t - 1, zone)? == Some(t) {
+            if r.next_after(self.start, t - 1, zone, budget)? == Some(t) {
                 return Ok(Some(t));
             }
         }
@@ -331,13 +344,61 @@ impl Rule {
     }
 }
 
+/// A rule set's RDATE and EXDATE values in one zone, sorted, so that each round of the
+/// search looks them up rather than going through them all.
+struct Dates {
+    /// RDATE instants up to [`MAX_LOCAL`].
+    rdates: Vec<i64>,
+    /// EXDATE instants.
+    ex_instants: Vec<i64>,
+    /// Whole local days that EXDATE;VALUE=DATE excludes.
+    ex_days: Vec<i64>,
+}
+
+impl Dates {
+    fn of(rule: &Rule, zone: Tz, budget: &Budget) -> Result<Dates, RuleError> {
+        budget.spend((rule.rdates.len() + rule.exdates.len()) as u64)?;
+        let mut dates = Dates {
+            rdates: Vec::with_capacity(rule.rdates.len()),
+            ex_instants: Vec::with_capacity(rule.exdates.len()),
+            ex_days: Vec::new(),
+        };
+        for d in &rule.rdates {
+            let t = date_instant(*d, zone);
+            if t <= MAX_LOCAL {
+                dates.rdates.push(t);
+            }
+        }
+        for d in &rule.exdates {
+            match *d {
+                DateItem::Day(day) => dates.ex_days.push(day),
+                other => dates.ex_instants.push(date_instant(other, zone)),
+            }
+        }
+        for v in [
+            &mut dates.rdates,
+            &mut dates.ex_instants,
+            &mut dates.ex_days,
+        ] {
+            v.sort_unstable();
+        }
+        Ok(dates)
+    }
+
+    /// The first RDATE strictly after `after`.
+    fn rdate_after(&self, after: i64) -> Option<i64> {
+        let i = self.rdates.partition_point(|&t| t <= after);
+        self.rdates.get(i).copied()
+    }
+}
+
 /// The instant of an RDATE or EXDATE value (a whole day means its 00:00).
-fn date_instant(d: DateItem, zone: Tz) -> Result<i64, RuleError> {
-    Ok(match d {
+fn date_instant(d: DateItem, zone: Tz) -> i64 {
+    match d {
         DateItem::Instant(t) => t,
-        DateItem::Local(l) => to_instant(zone, l)?.0,
-        DateItem::Day(day) => to_instant(zone, day * DAY)?.0,
-    })
+        DateItem::Local(l) => to_instant(zone, l).0,
+        DateItem::Day(day) => to_instant(zone, day * DAY).0,
+    }
 }
 
 impl Recur {
@@ -347,15 +408,13 @@ impl Recur {
         start: Option<Start>,
         after: i64,
         zone: Tz,
+        budget: &Budget,
     ) -> Result<Option<i64>, RuleError> {
         if after >= MAX_LOCAL {
             return Ok(None);
         }
-        if after < MIN_AFTER {
-            return Err(RuleError::OutOfRange(format!(
-                "reference time {after} is before 1900: pass a unix time in seconds"
-            )));
-        }
+        // The offsets looked up and the plan set up below (a few allocations).
+        budget.spend(5)?;
         let off_now = offset_at(zone, after);
         let start = match start {
             Some(Start::Utc(l) | Start::Zoned(_, l) | Start::Floating(l)) => l,
@@ -382,7 +441,12 @@ impl Recur {
         let mut found: Option<i64> = None;
         let mut failure: Option<RuleError> = None;
         let scan_from = if counting { start } else { lo };
-        let res = plan.scan(scan_from, upto, |l| {
+        let res = plan.scan(scan_from, upto, budget, |l| {
+            // Each candidate: counted, compared, perhaps mapped to an instant.
+            if let Err(e) = budget.spend(1) {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
             if let Some((_, stop)) = best {
                 if l >= stop {
                     return ControlFlow::Break(());
@@ -402,13 +466,14 @@ impl Recur {
                     return ControlFlow::Break(());
                 }
             }
-            let (inst, gap) = match to_instant(zone, l) {
-                Ok(v) => v,
-                Err(e) => {
+            let (inst, gap) = to_instant(zone, l);
+            // A nonexistent local time costs three more lookups (and perhaps a fourth).
+            if gap {
+                if let Err(e) = budget.spend(3) {
                     failure = Some(e);
                     return ControlFlow::Break(());
                 }
-            };
+            }
             if let Some(Until::Instant(u)) = self.until {
                 if inst > u {
                     // Later existing local times only map to later instants;
@@ -477,37 +542,22 @@ fn naive(t: i64) -> NaiveDateTime {
 /// first occurrence, a nonexistent time moves forward by the gap (it keeps
 /// the offset in force before the gap). The flag tells whether the local
 /// time did not exist.
-pub(super) fn to_instant(zone: Tz, l: i64) -> Result<(i64, bool), RuleError> {
+pub(super) fn to_instant(zone: Tz, l: i64) -> (i64, bool) {
     if zone == Tz::UTC {
-        return Ok((l, false));
+        return (l, false);
     }
     match zone.from_local_datetime(&naive(l)) {
-        chrono::LocalResult::Single(dt) => Ok((dt.timestamp(), false)),
-        chrono::LocalResult::Ambiguous(a, b) => Ok((a.timestamp().min(b.timestamp()), false)),
+        chrono::LocalResult::Single(dt) => (dt.timestamp(), false),
+        chrono::LocalResult::Ambiguous(a, b) => (a.timestamp().min(b.timestamp()), false),
         chrono::LocalResult::None => {
-            // Step back to the last existing local time before the gap; its
-            // offset is the one in force before the transition.
-            let mut p = l;
-            for _ in 0..200 {
-                p -= 900;
-                match zone.from_local_datetime(&naive(p)) {
-                    chrono::LocalResult::Single(dt) => {
-                        let off = i64::from(dt.offset().fix().local_minus_utc());
-                        return Ok((l - off, true));
-                    }
-                    chrono::LocalResult::Ambiguous(a, b) => {
-                        let first = if a.timestamp() <= b.timestamp() { a } else { b };
-                        let off = i64::from(first.offset().fix().local_minus_utc());
-                        return Ok((l - off, true));
-                    }
-                    chrono::LocalResult::None => {}
-                }
-            }
-            Err(RuleError::Unevaluable(format!(
-                "local time {} does not exist in {} and no time before it was found",
-                naive(l),
-                zone.name()
-            )))
+            // In a gap the clocks jump forward, from offset `b` to a larger `a`, at
+            // instant T, and T + b <= l < T + a. Read as an instant, l lies on one side
+            // of T and l minus the offset found there on the other, so the two lookups
+            // give both offsets (they differ: else l would exist), in two steps
+            // whatever the size of the gap.
+            let first = offset_at(zone, l);
+            let second = offset_at(zone, l - first);
+            (l - first.min(second), true)
         }
     }
 }
@@ -981,7 +1031,7 @@ fn parse_date_line(
                     clip(token)
                 )))
             }
-            (Some(tz), false) => DateItem::Instant(to_instant(tz, dv.local)?.0),
+            (Some(tz), false) => DateItem::Instant(to_instant(tz, dv.local).0),
             (None, true) => DateItem::Instant(dv.local),
             // A rule in UTC reads floating values as UTC, as it does UNTIL.
             (None, false) if matches!(start, Some(Start::Utc(_))) && !dv.date_only => {

@@ -178,6 +178,78 @@ fn a_stored_rule_rfc_5545_forbids_is_marked_bad_after_its_run() {
     assert!(queued.is_empty(), "{queued:?}");
 }
 
+/// A rule set that takes more than the evaluation budget (every second of a day but the
+/// last hour excluded, each exclusion rebuilding a plan of 86,400 times: 14 s of CPU
+/// per run before the budget, in a release build).
+fn over_budget() -> String {
+    let list = |n: u32| (0..n).map(|v| v.to_string()).collect::<Vec<_>>().join(",");
+    format!(
+        "DTSTART:20240101T000000Z\nRRULE:FREQ=DAILY;BYHOUR={};BYMINUTE={m};BYSECOND={m}\n\
+         EXRULE:FREQ=SECONDLY;BYHOUR={}",
+        list(24),
+        list(23),
+        m = list(60)
+    )
+}
+
+/// `set`, `load` and `next` refuse a schedule over the budget at once, with one line
+/// that names the problem, and write nothing.
+#[test]
+fn a_rule_over_the_evaluation_budget_is_refused_at_once() {
+    let t = Setup::new();
+    let rule = over_budget();
+    std::fs::write(
+        path(&t.d, "f.csv"),
+        format!("ok:A,NOW\nslow:A,\"{rule}\"\n"),
+    )
+    .unwrap();
+    for args in [
+        vec!["set", "slow:A", rule.as_str()],
+        vec!["load", "f.csv"],
+        vec!["next", rule.as_str(), "-n", "2"],
+    ] {
+        let started = Instant::now();
+        let o = bike(&t.s, t.d.path()).args(&args).run();
+        // Generous: the budget is a few milliseconds; before it, minutes (debug build).
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
+        assert_eq!(o.code, 2, "{args:?}: {o:?}");
+        assert!(
+            o.stderr
+                .contains("too costly to evaluate: finding the next run takes more than")
+                && o.stderr.trim_end().lines().count() == 1,
+            "{args:?}: {o:?}"
+        );
+    }
+    assert_eq!(t.s.dbsize(), 0);
+}
+
+/// A schedule over the budget that is already stored (by the Python original, or an
+/// older version) is marked BAD after its run, within the budget: the worker's other
+/// job keeps running all along.
+#[test]
+fn a_stored_rule_over_the_budget_is_marked_bad_while_other_jobs_run() {
+    let t = Setup::new();
+    t.set("cont:A", "CONTINUE");
+    let mut con = t.s.con();
+    let _: () = con.hset("t-schedules", "slow:A", over_budget()).unwrap();
+    let _: () = con.zadd("t-timeline", "slow:A", now() - 10).unwrap();
+    let disp = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
+    let w = t.worker(&["A"]);
+    assert!(t.wait_status("slow:A", "BAD"), "{}", t.status("slow:A"));
+    let count = |id: &str| t.runs().iter().filter(|r| *r == id).count();
+    let before = count("cont:A");
+    assert!(
+        wait_until(10.0, || count("cont:A") >= before + 3),
+        "{:?}",
+        t.runs()
+    );
+    let err = t.stop(w);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+    assert_eq!(count("slow:A"), 1, "{:?}", t.runs());
+    assert_eq!(score(&t.s, "slow:A"), None);
+    assert!(!err.contains("FNC"), "{err}");
+}
+
 /// A worker reschedules a cron job at its next matching time.
 #[test]
 fn a_cron_job_goes_back_to_its_next_matching_time() {

@@ -34,7 +34,7 @@
 //!   then dropped, as in every other FREQ, whose first period is already
 //!   whole in both.
 
-use std::ops::ControlFlow;
+use std::{cell::Cell, ops::ControlFlow};
 
 use super::RuleError;
 
@@ -46,11 +46,41 @@ pub(in crate::schedule) const MAX_LOCAL: i64 = 253_402_300_799;
 const MAX_DAY: i64 = MAX_LOCAL / DAY;
 /// Days in a 400-year Gregorian cycle; the calendar repeats after it.
 const CYCLE_DAYS: i64 = 146_097;
-/// Upper bound on the work of one scan (days and periods examined).
-/// Ordinary rules use a few dozen units; reaching this means the rule is
-/// pathological (it matches almost never), and the scan reports an error
-/// rather than guessing.
-const WORK_LIMIT: u64 = 30_000_000;
+/// The work one evaluation of a rule may do (finding one next run of a rule or rule
+/// set), in steps of bounded cost: a day or period examined, a candidate time mapped to
+/// an instant, an RRULE or EXRULE searched again after an excluded run. Sized so that
+/// the costliest rules stop within about 20 ms of CPU, and the costliest differential
+/// vector (tests/data) needs under a tenth of it. See docs/schedules.md.
+pub const BUDGET: u64 = 500_000;
+
+/// The work done so far by one evaluation, counted in steps of bounded cost (a day
+/// checked, a candidate time mapped to an instant, a period's BYSETPOS, an excluded run),
+/// never in wall-clock time: so a schedule is judged the same on every machine and under
+/// any load, and no evaluation runs longer than [`BUDGET`] steps, whatever the rule.
+/// Shared (a `Cell`) by the scan and the callback it calls.
+#[derive(Debug, Default)]
+pub(in crate::schedule) struct Budget {
+    spent: Cell<u64>,
+}
+
+impl Budget {
+    /// Marks `units` steps as done; errs once more than [`BUDGET`] are.
+    pub(in crate::schedule) fn spend(&self, units: u64) -> Result<(), RuleError> {
+        let spent = self.spent.get().saturating_add(units);
+        self.spent.set(spent);
+        if spent > BUDGET {
+            Err(RuleError::OverBudget)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The steps spent so far.
+    #[cfg(test)]
+    pub(in crate::schedule) fn spent(&self) -> u64 {
+        self.spent.get()
+    }
+}
 
 /// The FREQ of a rule, ordered from the longest to the shortest period.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -250,20 +280,6 @@ fn bits(mask: u64, n: u8) -> impl Iterator<Item = i64> {
     (0..n).filter(move |&i| mask & (1 << i) != 0).map(i64::from)
 }
 
-/// Marks the work budget; errs once it is spent.
-fn spend(work: &mut u64, units: u64) -> Result<(), RuleError> {
-    *work += units;
-    if *work > WORK_LIMIT {
-        Err(RuleError::Unevaluable(
-            "the rule matches too rarely to find its next occurrence within the work limit; \
-             simplify the rule (for example remove BY parts that almost never coincide)"
-                .into(),
-        ))
-    } else {
-        Ok(())
-    }
-}
-
 /// Reason given when a whole Gregorian cycle holds no occurrence.
 const NO_DAY: &str = "no occurrence in a whole 400-year calendar cycle; \
     check that the BYMONTH, BYMONTHDAY, BYYEARDAY, BYWEEKNO, BYDAY, BYSETPOS and INTERVAL values can coincide";
@@ -459,24 +475,26 @@ impl<'a> Plan<'a> {
     /// Calls `f` with every occurrence `>= from` (and `>= start`) in
     /// increasing local order, until `f` breaks or the local time passes
     /// `upto`. Returns an error if the rule provably never fires or if the
-    /// work limit was reached before `f` stopped the scan.
+    /// budget was spent before `f` stopped the scan (`f` spends its own share).
     pub(super) fn scan(
         &self,
         from: i64,
         upto: i64,
+        budget: &Budget,
         mut f: impl FnMut(i64) -> ControlFlow<()>,
     ) -> Result<ScanEnd, RuleError> {
+        // Building the plan: a step per 16 times of day it listed.
+        budget.spend(1 + self.times.len() as u64 / 16)?;
         let from = from.max(self.start);
         let upto = upto.min(MAX_LOCAL);
         if from > upto {
             return Ok(ScanEnd::Exhausted);
         }
-        let mut work = 0u64;
         match self.freq {
             Freq::Hourly | Freq::Minutely | Freq::Secondly => {
-                self.scan_subday(from, upto, &mut f, &mut work)
+                self.scan_subday(from, upto, &mut f, budget)
             }
-            _ => self.scan_coarse(from, upto, &mut f, &mut work),
+            _ => self.scan_coarse(from, upto, &mut f, budget),
         }
     }
 
@@ -487,7 +505,7 @@ impl<'a> Plan<'a> {
         from: i64,
         upto: i64,
         f: &mut dyn FnMut(i64) -> ControlFlow<()>,
-        work: &mut u64,
+        budget: &Budget,
     ) -> Result<ScanEnd, RuleError> {
         let i = self.interval;
         let (y0, m0, _) = civil_from_days(self.start_day);
@@ -528,10 +546,10 @@ impl<'a> Plan<'a> {
                     if y > 9999 {
                         return Ok(ScanEnd::Exhausted);
                     }
-                    spend(work, 12)?;
+                    budget.spend(12)?;
                     for m in 1..=12 {
                         if self.month_ok(m) {
-                            self.push_month_days(y, m, &mut days, work)?;
+                            self.push_month_days(y, m, &mut days, budget)?;
                         }
                     }
                     days_from_civil(y, 1, 1)
@@ -542,9 +560,9 @@ impl<'a> Plan<'a> {
                     if y > 9999 {
                         return Ok(ScanEnd::Exhausted);
                     }
-                    spend(work, 1)?;
+                    budget.spend(1)?;
                     if self.month_ok(m) {
-                        self.push_month_days(y, m, &mut days, work)?;
+                        self.push_month_days(y, m, &mut days, budget)?;
                     }
                     days_from_civil(y, m, 1)
                 }
@@ -557,7 +575,7 @@ impl<'a> Plan<'a> {
                     if a > MAX_DAY {
                         return Ok(ScanEnd::Exhausted);
                     }
-                    spend(work, 7)?;
+                    budget.spend(7)?;
                     for day in a..b.min(MAX_DAY + 1) {
                         let (y, m, d) = civil_from_days(day);
                         if self.month_ok(m) && self.day_ok(day, y, m, d) {
@@ -571,7 +589,7 @@ impl<'a> Plan<'a> {
                     if day > MAX_DAY {
                         return Ok(ScanEnd::Exhausted);
                     }
-                    spend(work, 1)?;
+                    budget.spend(1)?;
                     let (y, m, d) = civil_from_days(day);
                     if !self.month_ok(m) {
                         // Jump to the first period in a later month.
@@ -604,6 +622,7 @@ impl<'a> Plan<'a> {
             let chosen = if self.spec.bysetpos.is_empty() {
                 None
             } else {
+                budget.spend(self.spec.bysetpos.len() as u64)?;
                 Some(self.setpos(total, at))
             };
             let empty = match &chosen {
@@ -619,7 +638,7 @@ impl<'a> Plan<'a> {
                 empty_streak = 0;
                 match chosen {
                     Some(c) => {
-                        spend(work, c.len() as u64)?;
+                        budget.spend(c.len() as u64)?;
                         for v in c {
                             if v >= from {
                                 if v > upto {
@@ -633,17 +652,18 @@ impl<'a> Plan<'a> {
                     }
                     None => {
                         let first = days.partition_point(|&d| d < from_day);
+                        // The days were paid for when listed, each time is paid for
+                        // by `f`.
                         for &day in &days[first..] {
-                            spend(work, 1)?;
-                            for &t in &self.times {
+                            // Only the first day has times before `from`.
+                            let skip = self.times.partition_point(|&t| day * DAY + t < from);
+                            for &t in &self.times[skip..] {
                                 let v = day * DAY + t;
-                                if v >= from {
-                                    if v > upto {
-                                        return Ok(ScanEnd::Exhausted);
-                                    }
-                                    if f(v).is_break() {
-                                        return Ok(ScanEnd::Stopped);
-                                    }
+                                if v > upto {
+                                    return Ok(ScanEnd::Exhausted);
+                                }
+                                if f(v).is_break() {
+                                    return Ok(ScanEnd::Stopped);
                                 }
                             }
                         }
@@ -659,11 +679,11 @@ impl<'a> Plan<'a> {
         y: i64,
         m: u32,
         days: &mut Vec<i64>,
-        work: &mut u64,
+        budget: &Budget,
     ) -> Result<(), RuleError> {
         let first = days_from_civil(y, m, 1);
         let dim = days_in_month(y, m);
-        spend(work, u64::from(dim))?;
+        budget.spend(u64::from(dim))?;
         for d in 1..=dim {
             let day = first + i64::from(d) - 1;
             if self.day_ok(day, y, m, d) {
@@ -709,7 +729,7 @@ impl<'a> Plan<'a> {
         from: i64,
         upto: i64,
         f: &mut dyn FnMut(i64) -> ControlFlow<()>,
-        work: &mut u64,
+        budget: &Budget,
     ) -> Result<ScanEnd, RuleError> {
         let unit: i64 = match self.freq {
             Freq::Hourly => 3600,
@@ -747,7 +767,7 @@ impl<'a> Plan<'a> {
             if day > MAX_DAY || day * DAY > upto {
                 return Ok(ScanEnd::Exhausted);
             }
-            spend(work, 1)?;
+            budget.spend(1)?;
             let (y, m, d) = civil_from_days(day);
             let ok_month = self.month_ok(m);
             if !ok_month || !self.day_ok(day, y, m, d) {
@@ -788,7 +808,7 @@ impl<'a> Plan<'a> {
                 if self.hours & (1 << h) == 0 {
                     continue;
                 }
-                spend(work, 1)?;
+                budget.spend(1)?;
                 let hbase = base + h * 3600;
                 match self.freq {
                     Freq::Hourly => {
@@ -815,7 +835,7 @@ impl<'a> Plan<'a> {
                         if self.minutes == (1 << 60) - 1 {
                             let mut mm = m_lo + (u0 - (hu + m_lo)).rem_euclid(i);
                             while mm < 60 {
-                                spend(work, 1)?;
+                                budget.spend(1)?;
                                 if let Some(end) = visit(mm, f) {
                                     return Ok(end);
                                 }
@@ -824,7 +844,7 @@ impl<'a> Plan<'a> {
                         } else {
                             for mm in bits(self.minutes, 60).filter(|&mm| mm >= m_lo) {
                                 if (hu + mm - u0).rem_euclid(i) == 0 {
-                                    spend(work, 1)?;
+                                    budget.spend(1)?;
                                     if let Some(end) = visit(mm, f) {
                                         return Ok(end);
                                     }
@@ -835,7 +855,7 @@ impl<'a> Plan<'a> {
                     _ => {
                         let m_lo = if h == first_h { tod_lo / 60 % 60 } else { 0 };
                         for mm in bits(self.minutes, 60).filter(|&mm| mm >= m_lo) {
-                            spend(work, 1)?;
+                            budget.spend(1)?;
                             let s_lo = if h == first_h && mm == m_lo {
                                 tod_lo % 60
                             } else {
