@@ -127,7 +127,7 @@ enum DateItem {
 #[derive(Debug, Clone)]
 pub struct Rule {
     start: Option<Start>,
-    /// At least one.
+    /// At least one, unless there are RDATEs.
     rrules: Vec<Recur>,
     exrules: Vec<Recur>,
     rdates: Vec<DateItem>,
@@ -149,7 +149,8 @@ impl Rule {
     /// * `DTSTART;TZID=Europe/Berlin:20240101T090000\nRRULE:FREQ=DAILY`
     /// * a rule set: after an optional DTSTART, several `RRULE:` lines, and
     ///   `RDATE`, `EXRULE:` and `EXDATE` lines (`EXDATE;TZID=...:`,
-    ///   `EXDATE;VALUE=DATE:20241225` excluding that whole local day)
+    ///   `EXDATE;VALUE=DATE:20241225` excluding that whole local day), or
+    ///   RDATE lines without any RRULE ("run on these dates")
     ///
     /// Lines may be separated by `\n`, `\r\n` or spaces. A DTSTART may also
     /// be a date (`DTSTART;VALUE=DATE:20240101`), meaning 00:00:00.
@@ -222,9 +223,11 @@ impl Rule {
                     .into(),
             ));
         }
-        if rule_texts.is_empty() {
+        if rule_texts.is_empty() && !date_lines.iter().any(|(ex, _)| !ex) {
             return Err(RuleError::Syntax(
-                "missing RRULE: add a rule such as \"RRULE:FREQ=DAILY\"".into(),
+                "missing RRULE or RDATE: add a rule such as \"RRULE:FREQ=DAILY\" or dates such \
+                 as \"RDATE:20250101T090000Z,20250201T090000Z\""
+                    .into(),
             ));
         }
         let recurs = |texts: &[&str]| -> Result<Vec<Recur>, RuleError> {

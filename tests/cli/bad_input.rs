@@ -851,6 +851,11 @@ fn cases() -> Vec<Case> {
             &["set", "j:A", "FREQ=DAILY", "--after", "-5"],
             "--after: timestamp \"-5\" is out of range",
         ),
+        rule(
+            "rule set without RRULE or RDATE",
+            "DTSTART:20250101T000000Z\nEXDATE:20250101T000000Z",
+            "missing RRULE or RDATE",
+        ),
         case(
             "--after past 9999",
             &["set", "j:A", "FREQ=DAILY", "-a", "253402300800"],

@@ -215,6 +215,24 @@ fn rule_sets_are_previewed_and_set() {
         .ok();
     assert_eq!(zscore(&s, "t-timeline", "h:A"), Some(1735286400));
     assert_eq!(hget(&s, "t-schedules", "h:A").as_deref(), Some(set));
+    // RDATEs alone: run on these dates (DTSTART itself is no run, as in dateutil).
+    let dates = "DTSTART;TZID=Europe/Berlin:20250101T090000\n\
+                 RDATE;TZID=Europe/Berlin:20250301T090000,20250115T090000\n\
+                 RDATE:20250401T120000Z\n\
+                 EXDATE;TZID=Europe/Berlin:20250301T090000";
+    bare(d.path())
+        .args(["next", dates, "-n", "5", "-a", "2024-12-01T00:00:00Z"])
+        .run()
+        .success()
+        .stdout_is(
+            "1736928000 2025-01-15T08:00:00Z 2025-01-15T09:00:00+01:00 Europe/Berlin\n\
+             1743508800 2025-04-01T12:00:00Z 2025-04-01T14:00:00+02:00 Europe/Berlin\n",
+        )
+        .stderr_has("no run after 2025-04-01T12:00:00Z: the schedule has ended");
+    bike(&s, d.path())
+        .args(["set", "r:A", dates, "--after", "2025-02-01T00:00:00Z"])
+        .ok();
+    assert_eq!(zscore(&s, "t-timeline", "r:A"), Some(1743508800));
 }
 
 /// `CRON:` lines: `next` previews them (DST as for rules: 02:30 moves to 03:30 on the

@@ -151,7 +151,7 @@ fn error_messages() {
         ("RRULE:FREQ=DAILY\nEXDATE;TZID=Europe/Berlin;VALUE=DATE:20240101", "has a TZID and a DATE value"),
         ("RRULE:FREQ=DAILY\nEXDATE;TZID=Nowhere/Land:20240101T090000", "unknown time zone"),
         ("RRULE:FREQ=DAILY\nEXRULE:FREQ=WEEKLY;BYMONTHDAY=1", "BYMONTHDAY is not allowed"),
-        ("RDATE:20240101T090000Z", "missing RRULE"),
+        ("EXDATE:20240101T090000Z", "missing RRULE or RDATE"),
         ("FREQ=DAILY; BYHOUR=9", "or a space inside the rule"),
         ("RRULE:FREQ=DAILY\nVEVENT:20240101T000000Z", "unsupported line \"VEVENT\""),
         ("FREQ=DAILY;UNTIL=2024", "invalid UNTIL"),
@@ -1316,4 +1316,45 @@ fn ordinary_rules_stay_far_inside_the_budget() {
     let (got, spent) = spending(&r, at("2024-03-01T00:00:00Z"), Tz::UTC);
     assert_eq!(got, Ok(Some(at("2044-02-29T00:00:00Z"))));
     assert!(spent < BUDGET / 50, "{spent}");
+}
+
+// --- RDATEs alone ----------------------------------------------------------------
+
+/// A DTSTART and RDATE lines without an RRULE: "run on these dates", as in dateutil's
+/// rruleset (DTSTART itself is no run unless an RDATE names it), with EXDATE.
+#[test]
+fn rdates_alone_are_a_rule_set() {
+    let text = "DTSTART;TZID=Europe/Berlin:20250101T090000\n\
+                RDATE;TZID=Europe/Berlin:20250301T090000,20250115T090000\n\
+                RDATE:20250401T120000Z\nRDATE:20250501T090000\n\
+                EXDATE;TZID=Europe/Berlin:20250301T090000";
+    assert_eq!(
+        take(text, "2024-12-01T00:00:00Z", Tz::UTC, 5),
+        ats(&[
+            "2025-01-15T08:00:00Z",
+            "2025-04-01T12:00:00Z",
+            "2025-05-01T07:00:00Z"
+        ])
+    );
+    // Without DTSTART, floating values are in the caller's zone; a whole day excluded.
+    let text = "RDATE:20250601T090000,20250602T090000,20250603T090000\n\
+                EXDATE;VALUE=DATE:20250602";
+    assert_eq!(
+        take(text, "2025-01-01T00:00:00Z", NEW_YORK, 5),
+        ats(&["2025-06-01T13:00:00Z", "2025-06-03T13:00:00Z"])
+    );
+    // All past: the set has ended, like a rule whose COUNT is used up.
+    let r = rule("DTSTART:20240101T000000Z\nRDATE:20240201T000000Z");
+    assert_eq!(r.next_after(at("2024-06-01T00:00:00Z"), Tz::UTC), Ok(None));
+    // An EXRULE may take RDATEs out.
+    let text = "DTSTART:20250101T000000Z\nRDATE:20250106T090000Z,20250107T090000Z\n\
+                EXRULE:FREQ=WEEKLY;BYDAY=MO;BYHOUR=9";
+    assert_eq!(
+        take(text, "2025-01-01T00:00:00Z", Tz::UTC, 5),
+        ats(&["2025-01-07T09:00:00Z"])
+    );
+    assert!(
+        parse_err("DTSTART:20250101T000000Z\nEXDATE:20250101T000000Z")
+            .contains("missing RRULE or RDATE")
+    );
 }
