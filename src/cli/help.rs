@@ -84,13 +84,16 @@ else the time in the timefile when it exists, else now. A rule with no occurrenc
 (UNTIL passed, COUNT used up) has ended, like STOP: set and load store it and stop the \
 job (status STP), and next says so on stderr and exits 0.
 
-DTSTART and UNTIL may be any date in the years 1900..=9999.
+DTSTART and UNTIL may be any date in the years 1900..=9999, and so may next's --after \
+(other timestamps: 1970..=9999).
 
 Refused everywhere (exit 2, nothing written), as RFC 5545 says MUST NOT: BYYEARDAY \
 with FREQ=DAILY, WEEKLY or MONTHLY; BYMONTHDAY with WEEKLY; BYWEEKNO without YEARLY; a \
 numbered BYDAY (2MO) except under MONTHLY or YEARLY; BYSETPOS without another BY part; \
 COUNT with UNTIL. Also refused: a rule that can never fire (BYMONTH=2;BYMONTHDAY=30, \
-UNTIL before DTSTART). A worker that meets such a rule stored by Python redbike runs \
+UNTIL before DTSTART), and one whose next run takes more than 500000 steps to find \
+(\"too costly to evaluate\": EXRULEs excluding many runs in a row, COUNT counted from \
+a DTSTART long ago). A worker that meets such a rule stored by Python redbike runs \
 the job, then marks it BAD.
 
 Without DTSTART a rule is anchored at the start of the calendar period containing the \
@@ -101,8 +104,8 @@ at :00, :05, ... This deliberately differs from Python redbike 0.13.1, which tak
 \"now\" as DTSTART and so inherits its seconds and drifts by each job's run time.
 
 Rule sets: after DTSTART, several RRULE lines and RDATE, EXRULE and EXDATE lines \
-(EXDATE;TZID=zone:..., values comma-separated); the runs are the RRULE and RDATE times \
-that no EXRULE or EXDATE excludes. EXDATE;VALUE=DATE:20241225 excludes that whole day \
+(EXDATE;TZID=zone:..., values comma-separated), or RDATE lines alone; the runs are the \
+RRULE and RDATE times that no EXRULE or EXDATE excludes. EXDATE;VALUE=DATE:20241225 excludes that whole day \
 in the rule's zone (python-dateutil: only its 00:00).
 
 BYSETPOS counts positions from the start of each FREQ period, the first one too (RFC \

@@ -281,7 +281,7 @@ pub enum Command {
         #[arg(short = 'n', long, default_value_t = 5, value_name = "COUNT",
               value_parser = limits::arg::count, allow_negative_numbers = true)]
         count: usize,
-        /// Start after this instant [default: now]
+        /// Start after this instant, 1900..=9999 [default: now]
         #[arg(short, long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
         after: Option<String>,
         /// The runs of this job: with its queue's jitter (config `[redbike.jitter]`)
@@ -561,10 +561,18 @@ fn execute(cli: Cli) -> Result<ExitCode> {
 
 /// Parses an optional timestamp argument, naming the flag in the error.
 fn parse_ts(flag: &str, text: Option<&str>, config: &Config) -> Result<Option<i64>> {
-    text.map(|t| {
-        timestamp::parse(t, config.timezone).map_err(|e| Error::Input(format!("{flag}: {e}")))
-    })
-    .transpose()
+    parse_ts_with(timestamp::parse, flag, text, config)
+}
+
+/// [`parse_ts`] with the given parser (`timestamp::parse_reference` for `next`).
+fn parse_ts_with(
+    parse: fn(&str, chrono_tz::Tz) -> std::result::Result<i64, String>,
+    flag: &str,
+    text: Option<&str>,
+    config: &Config,
+) -> Result<Option<i64>> {
+    text.map(|t| parse(t, config.timezone).map_err(|e| Error::Input(format!("{flag}: {e}"))))
+        .transpose()
 }
 
 fn rule_error(text: &str) -> impl Fn(crate::schedule::RuleError) -> Error + '_ {
@@ -897,7 +905,9 @@ fn cmd_next(
     }
     let offset = job.map_or(0, |id| jitter::offset_in(&config.jitter, id));
     let schedule = Schedule::parse_new(text)?;
-    let mut after = parse_ts("--after", after, config)?.unwrap_or_else(timestamp::now);
+    // Only computes runs, so it may reach back as far as rules do (1900).
+    let mut after = parse_ts_with(timestamp::parse_reference, "--after", after, config)?
+        .unwrap_or_else(timestamp::now);
     let zone =
         Some(schedule.own_zone().unwrap_or(config.timezone)).filter(|z| *z != chrono_tz::Tz::UTC);
     let line = |ts: i64| match zone {

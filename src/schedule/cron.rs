@@ -353,7 +353,8 @@ impl Cron {
         if after >= MAX_LOCAL {
             return Ok(None);
         }
-        if after < MIN_AFTER {
+        // A day of slack below 1900, as for rules: jitter moves the reference back.
+        if after < MIN_AFTER - DAY {
             return Err(RuleError::OutOfRange(format!(
                 "reference time {after} is before 1900: pass a unix time in seconds"
             )));

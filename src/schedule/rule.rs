@@ -290,7 +290,8 @@ impl Rule {
         if after >= MAX_LOCAL {
             return Ok(None);
         }
-        if after < MIN_AFTER {
+        // A day of slack below 1900: jitter moves the reference back by up to a day.
+        if after < MIN_AFTER - DAY {
             return Err(RuleError::OutOfRange(format!(
                 "reference time {after} is before 1900: pass a unix time in seconds"
             )));

@@ -8,10 +8,25 @@ use crate::schedule::clip;
 /// The latest instant accepted: 9999-12-31T23:59:59Z.
 pub const MAX_UNIX: i64 = 253_402_300_799;
 
+/// The earliest reference instant of `next --after`: 1900-01-01T00:00:00Z, where rules
+/// start (see [`super::rule`]).
+pub const MIN_REFERENCE: i64 = super::rule::MIN_AFTER;
+
 /// Parses a timestamp: whole unix seconds (`1700000000`), or ISO 8601 with a zone
 /// (`2024-01-01T09:00:00Z`, `...+01:00`), or without one (`2024-01-01T09:00:00`,
-/// `2024-01-01`), which is read in `tz`.
+/// `2024-01-01`), which is read in `tz`. Years 1970..=9999: what becomes a score in
+/// Redis (`AT:`, the reference instant of `set` and `load`) is never negative.
 pub fn parse(text: &str, tz: Tz) -> Result<i64, String> {
+    parse_from(text, tz, 0)
+}
+
+/// [`parse`] for a reference instant that only computes runs (`next --after`): years
+/// 1900..=9999, as far back as rules go.
+pub fn parse_reference(text: &str, tz: Tz) -> Result<i64, String> {
+    parse_from(text, tz, MIN_REFERENCE)
+}
+
+fn parse_from(text: &str, tz: Tz, min: i64) -> Result<i64, String> {
     let t = text.trim();
     let value = if t
         .bytes()
@@ -21,17 +36,18 @@ pub fn parse(text: &str, tz: Tz) -> Result<i64, String> {
     {
         parse_unix(t)?
     } else {
-        parse_iso(t, tz)?
+        parse_iso(t, tz, min)?
     };
-    if !(0..=MAX_UNIX).contains(&value) {
-        return Err(out_of_range(text));
+    if !(min..=MAX_UNIX).contains(&value) {
+        return Err(out_of_range(text, min));
     }
     Ok(value)
 }
 
-fn out_of_range(text: &str) -> String {
+fn out_of_range(text: &str, min: i64) -> String {
+    let first = &iso_utc(min)[..4];
     format!(
-        "timestamp {:?} is out of range; use a time between 1970 and 9999",
+        "timestamp {:?} is out of range; use a time between {first} and 9999",
         clip(text)
     )
 }
@@ -54,14 +70,14 @@ fn parse_unix(t: &str) -> Result<i64, String> {
     })
 }
 
-fn parse_iso(t: &str, tz: Tz) -> Result<i64, String> {
+fn parse_iso(t: &str, tz: Tz, min: i64) -> Result<i64, String> {
     let bad = || {
         // chrono reads at most four year digits; a date in the year 10000 or later is
         // out of range rather than unreadable.
         let unsigned = t.strip_prefix('+').unwrap_or(t);
         let year_digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
         if year_digits > 4 && unsigned.as_bytes().get(year_digits) == Some(&b'-') {
-            return out_of_range(t);
+            return out_of_range(t, min);
         }
         format!(
             "timestamp {:?} is neither unix seconds nor ISO 8601 (e.g. 2024-01-01T09:00:00Z)",
@@ -146,6 +162,18 @@ mod tests {
             assert!(parse(bad, Tz::UTC).is_err(), "{bad}");
         }
         assert!(parse("253402300800", Tz::UTC).is_err());
+        // Reference instants of `next` go back to 1900, other timestamps to 1970.
+        let e = parse("1965-01-01T00:00:00Z", Tz::UTC).unwrap_err();
+        assert!(e.contains("between 1970 and 9999"), "{e}");
+        assert_eq!(
+            parse_reference("1965-01-01T00:00:00Z", Tz::UTC),
+            Ok(-157_766_400)
+        );
+        assert_eq!(parse_reference("1900-01-01", Tz::UTC), Ok(MIN_REFERENCE));
+        let e = parse_reference("1899-12-31T23:59:59Z", Tz::UTC).unwrap_err();
+        assert!(e.contains("between 1900 and 9999"), "{e}");
+        let e = parse_reference("10000-01-01", Tz::UTC).unwrap_err();
+        assert!(e.contains("between 1900 and 9999"), "{e}");
         for far in ["10000-01-01", "+10000-01-01T00:00:00Z", "99999999999999"] {
             let e = parse(far, Tz::UTC).unwrap_err();
             assert!(e.contains("out of range"), "{far}: {e}");

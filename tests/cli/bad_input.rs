@@ -851,6 +851,16 @@ fn cases() -> Vec<Case> {
             &["set", "j:A", "FREQ=DAILY", "--after", "-5"],
             "--after: timestamp \"-5\" is out of range",
         ),
+        case(
+            "set --after before 1970",
+            &["set", "j:A", "FREQ=DAILY", "--after", "1965-01-01T00:00:00Z"],
+            "is out of range; use a time between 1970 and 9999",
+        ),
+        case(
+            "next --after before 1900",
+            &["next", "FREQ=DAILY", "--after", "1899-12-31"],
+            "is out of range; use a time between 1900 and 9999",
+        ),
         rule(
             "rule set without RRULE or RDATE",
             "DTSTART:20250101T000000Z\nEXDATE:20250101T000000Z",

@@ -579,6 +579,31 @@ fn next_previews_without_redis() {
         .run()
         .success()
         .stdout_is("1742025600 2025-03-15T08:00:00Z 2025-03-15T09:00:00+01:00 Europe/Berlin\n");
+    // Reference instants of `next` reach back to 1900 too (set and load: 1970).
+    bare(d.path())
+        .args([
+            "next",
+            "DTSTART;TZID=Europe/Berlin:19500315T090000\nRRULE:FREQ=YEARLY",
+            "-n",
+            "2",
+            "-a",
+            "1965-01-01T00:00:00Z",
+        ])
+        .run()
+        .success()
+        .stdout_is(
+            "-151430400 1965-03-15T08:00:00Z 1965-03-15T09:00:00+01:00 Europe/Berlin\n\
+             -119894400 1966-03-15T08:00:00Z 1966-03-15T09:00:00+01:00 Europe/Berlin\n",
+        );
+    bare(d.path())
+        .args(["next", "FREQ=DAILY;BYHOUR=9", "-n", "1", "-a", "1900-01-01"])
+        .run()
+        .success()
+        .stdout_is("-2208956400 1900-01-01T09:00:00Z\n");
+    bare(d.path())
+        .args(["next", "FREQ=DAILY", "-a", "1899-12-31T23:59:59Z"])
+        .run()
+        .fails(2, "--after: timestamp \"1899-12-31T23:59:59Z\" is out of range; use a time between 1900 and 9999");
     bare(d.path())
         .args(["next", "AT:100"])
         .run()

@@ -1168,6 +1168,15 @@ fn end_of_range() {
         r.next_after(i64::MIN, Tz::UTC),
         Err(RuleError::OutOfRange(_))
     ));
+    // From 1900 on, and a day before it: jitter moves a reference back by up to a day.
+    assert_eq!(
+        r.next_after(MIN_AFTER - DAY, Tz::UTC),
+        Ok(Some(at("1900-01-01T00:00:00Z")))
+    );
+    assert!(matches!(
+        r.next_after(MIN_AFTER - DAY - 1, Tz::UTC),
+        Err(RuleError::OutOfRange(_))
+    ));
     let r = rule("FREQ=DAILY");
     assert_eq!(
         r.next_after(at("9999-12-30T12:00:00Z"), Tz::UTC),
