@@ -1268,32 +1268,26 @@ fn rules_beyond_the_budget_are_refused() {
 
 /// Ordinary rules, and the rare ones, stay far inside the budget: the most any
 /// differential vector (tests/data/rrule_vectors.json) spends on one run is under a
-/// tenth of it (COUNT=40000 counted from 1960), and proving that a rule never fires (a whole 400-year cycle
-/// examined) under a third.
+/// tenth of it (COUNT=40000 counted from 1960), and proving that a rule never fires
+/// (a whole 400-year cycle examined) under a third.
 #[test]
 fn ordinary_rules_stay_far_inside_the_budget() {
-    #[derive(serde::Deserialize)]
-    struct Case {
-        rule: String,
-        tz: String,
-        after: i64,
-        #[serde(default)]
-        n: usize,
-        #[serde(default)]
-        error: bool,
-    }
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/rrule_vectors.json");
     let text = std::fs::read_to_string(path).expect("the rule vectors");
-    let cases: Vec<Case> = serde_json::from_str(&text).expect("the rule vectors");
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&text).expect("the rule vectors");
     let mut most = (0, String::new());
-    for case in cases.iter().filter(|c| !c.error) {
-        let r = rule(&case.rule);
-        let tz: Tz = case.tz.parse().expect("a zone");
-        let mut after = case.after;
-        for _ in 0..case.n.max(1) {
+    for case in cases.iter().filter(|c| c["error"] != true) {
+        let text = case["rule"].as_str().expect("a rule");
+        let r = rule(text);
+        let tz: Tz = case["tz"]
+            .as_str()
+            .and_then(|z| z.parse().ok())
+            .expect("a zone");
+        let mut after = case["after"].as_i64().expect("a reference instant");
+        for _ in 0..case["n"].as_u64().unwrap_or(1).max(1) {
             let (got, spent) = spending(&r, after, tz);
             if spent > most.0 {
-                most = (spent, case.rule.clone());
+                most = (spent, text.to_string());
             }
             match got {
                 Ok(Some(t)) => after = t,
