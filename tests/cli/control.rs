@@ -82,15 +82,13 @@ fn run_of_a_stopped_job_runs_it_once() {
     halt(&t, w);
 }
 
-/// Recovery never puts a paused job back: its worker killed mid-run, the dispatcher
-/// takes the lost run off the running index and leaves the job paused.
-#[test]
-fn a_paused_job_whose_worker_vanished_is_not_put_back() {
-    let t = Setup::new();
-    t.set("hang:A", "CONTINUE");
+/// `hang:A` (schedule `schedule`) runs, is paused, and its worker is killed; returns
+/// the dispatcher that then recovered it (the running index is empty).
+fn paused_while_its_worker_dies(t: &Setup, schedule: &str) -> Bg {
+    t.set("hang:A", schedule);
     let mut w = Bg(Some(t.worker(&["A", "--grace", "1"])));
     assert!(t.wait_status("hang:A", "WRK"));
-    ctl(&t, &["pause", "hang:A"]);
+    ctl(t, &["pause", "hang:A"]);
     let _ = w.0.as_mut().unwrap().kill();
     let _ = w.0.as_mut().unwrap().wait();
     let disp = Bg(Some(bike(&t.s, t.d.path()).args(["dispatch"]).spawn()));
@@ -98,6 +96,15 @@ fn a_paused_job_whose_worker_vanished_is_not_put_back() {
         let left: bool = t.s.con().exists("t-leases").unwrap();
         !left
     }));
+    disp
+}
+
+/// Recovery never puts a paused job back: its worker killed mid-run, the dispatcher
+/// takes the lost run off the running index and leaves the job paused.
+#[test]
+fn a_paused_job_whose_worker_vanished_is_not_put_back() {
+    let t = Setup::new();
+    let disp = paused_while_its_worker_dies(&t, "CONTINUE");
     assert!(wait_stderr(
         disp.child(),
         "it is paused, so it stays out of circulation",
@@ -263,19 +270,9 @@ fn pause_keeps_the_schedule_and_resume_places_it_from_now() {
 #[test]
 fn a_paused_one_off_cut_short_keeps_its_run_for_resume_and_backups() {
     let t = Setup::new();
-    t.set("hang:A", "NOW");
-    let mut w = Bg(Some(t.worker(&["A", "--grace", "1"])));
-    assert!(t.wait_status("hang:A", "WRK"));
-    ctl(&t, &["pause", "hang:A"]);
     // Its worker dies mid-run: the run is cut short, so the one-off's run is still to
     // come; a dispatcher recovers it, paused.
-    let _ = w.0.as_mut().unwrap().kill();
-    let _ = w.0.as_mut().unwrap().wait();
-    let disp = Bg(Some(bike(&t.s, t.d.path()).args(["dispatch"]).spawn()));
-    assert!(wait_until(30.0, || {
-        let left: bool = t.s.con().exists("t-leases").unwrap();
-        !left
-    }));
+    let disp = paused_while_its_worker_dies(&t, "NOW");
     assert!(t.wait_status("hang:A", "PAU"));
     // A backup keeps the pending run.
     let backup = ctl(&t, &["schedules"]);

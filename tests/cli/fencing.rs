@@ -98,6 +98,29 @@ impl Fence {
         Bg(Some(b.args(base.iter().chain(args).chain(&rest)).spawn()))
     }
 
+    /// A worker of queue A with the default fencing interval (not fast.conf's).
+    fn default_worker(&self) -> Bg {
+        Bg(Some(
+            bare(self.d.path())
+                .own_group()
+                .env("REDBIKE_REDIS_URL", self.s.url())
+                .env("TEST_LOG", self.log())
+                .args(["work", "A", "--timeout", "120", "--", "./fence.sh"])
+                .spawn(),
+        ))
+    }
+
+    /// Pauses every client of Redis for `secs` (`CLIENT PAUSE ... ALL`): what a
+    /// failover, a fork or a slow command does to a fleet.
+    fn pause_redis(&self, secs: u64) {
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(secs * 1000)
+            .arg("ALL")
+            .query(&mut self.s.con())
+            .unwrap();
+    }
+
     /// A worker of queue A whose wall clock is `offset` off (see [`bike_skewed`]).
     fn skewed_worker(&self, offset: &str) -> Option<Bg> {
         let b = bike_skewed(&self.s, self.d.path(), offset)?
@@ -360,22 +383,10 @@ fn a_dead_worker_is_recovered_at_once_whatever_its_grace() {
 fn stalled_for(pause: u64) -> (Vec<Run>, String) {
     let t = Fence::new();
     t.set("forty:A", "NOW");
-    let w = Bg(Some(
-        bare(t.d.path())
-            .own_group()
-            .env("REDBIKE_REDIS_URL", t.s.url())
-            .env("TEST_LOG", t.log())
-            .args(["work", "A", "--timeout", "120", "--", "./fence.sh"])
-            .spawn(),
-    ));
+    let w = t.default_worker();
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
     thread::sleep(Duration::from_secs(2));
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(pause * 1000)
-        .arg("ALL")
-        .query(&mut t.s.con())
-        .unwrap();
+    t.pause_redis(pause);
     // The run ends (40 s) and its outcome is written once Redis is back.
     assert!(
         wait_until(60.0, || {
@@ -414,23 +425,11 @@ fn a_stall_past_the_fencing_interval_fences_never_two_at_once() {
     let t = Fence::new();
     t.set("forty:A", "NOW");
     let disp = t.dispatcher();
-    let w = Bg(Some(
-        bare(t.d.path())
-            .own_group()
-            .env("REDBIKE_REDIS_URL", t.s.url())
-            .env("TEST_LOG", t.log())
-            .args(["work", "A", "--timeout", "120", "--", "./fence.sh"])
-            .spawn(),
-    ));
+    let w = t.default_worker();
     assert!(wait_until(10.0, || t.runs().len() == 1), "not started");
     let watch = watch(&t);
     thread::sleep(Duration::from_secs(2));
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(40_000)
-        .arg("ALL")
-        .query(&mut t.s.con())
-        .unwrap();
+    t.pause_redis(40);
     assert!(
         wait_until(45.0, || t.runs()[0].end.is_some()),
         "the stalled run was not stopped"
