@@ -282,7 +282,17 @@ fn a_paused_one_off_cut_short_keeps_its_run_for_resume_and_backups() {
         "hang:A: enqueued (resumed)\n"
     );
     assert!(queued(&t, "hang:A"));
+    // It runs once more.
+    let w = Bg(Some(t.worker(&["A", "--grace", "1"])));
+    assert!(t.wait_runs(2), "{:?}", t.runs());
+    assert_eq!(t.runs().len(), 2);
+    drop(w);
     drop(disp);
+    // The backup made while it was paused restores the pending run elsewhere.
+    let other = Setup::new();
+    std::fs::write(path(&other.d, "backup.csv"), &backup).unwrap();
+    ctl(&other, &["load", "backup.csv"]);
+    assert!(queued(&other, "hang:A"));
 }
 
 #[test]
