@@ -160,7 +160,7 @@ complete -c redbike -n "__fish_redbike_using_subcommand check" -s v -l verbose -
 complete -c redbike -n "__fish_redbike_using_subcommand check" -s q -l quiet -d 'Log less (repeat for less)'
 complete -c redbike -n "__fish_redbike_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c redbike -n "__fish_redbike_using_subcommand next" -s n -l count -d 'How many run times, 1..=100000' -r
-complete -c redbike -n "__fish_redbike_using_subcommand next" -s a -l after -d 'Start after this instant [default: now]' -r
+complete -c redbike -n "__fish_redbike_using_subcommand next" -s a -l after -d 'Start after this instant, 1900..=9999 [default: now]' -r
 complete -c redbike -n "__fish_redbike_using_subcommand next" -l job -d 'The runs of this job: with its queue\'s jitter (config `[redbike.jitter]`)' -r
 complete -c redbike -n "__fish_redbike_using_subcommand next" -s c -l config -d 'Config file (TOML) [default: ./.redbike.conf when it exists]' -r -F
 complete -c redbike -n "__fish_redbike_using_subcommand next" -l redis-url -d 'Redis URL, beats the config file (redis://[user:password@]host[:port][/db])' -r
