@@ -182,28 +182,40 @@ impl Guard {
             return;
         };
         let mut status = 0;
+        // pid 0: the last guard died and no new one could start; try again.
+        let how = if process.pid == 0 {
+            None
         // SAFETY: waitpid on our own child writes only `status`.
-        if unsafe { libc::waitpid(process.pid, &mut status, libc::WNOHANG) } != process.pid {
+        } else if unsafe { libc::waitpid(process.pid, &mut status, libc::WNOHANG) } == process.pid {
+            Some(match libc::WIFSIGNALED(status) {
+                true => format!("was killed by signal {}", libc::WTERMSIG(status)),
+                false => format!("exited with {}", libc::WEXITSTATUS(status)),
+            })
+        } else {
             return;
-        }
-        let how = match libc::WIFSIGNALED(status) {
-            true => format!("was killed by signal {}", libc::WTERMSIG(status)),
-            false => format!("exited with {}", libc::WEXITSTATUS(status)),
         };
-        match spawn(self.table, &self.reporter) {
-            Ok(new) => {
+        match (spawn(self.table, &self.reporter), how) {
+            (Ok(new), how) => {
                 crate::log_error!(
-                    "the job guard (pid {}) {how}: started a new one (pid {}); running jobs were unguarded meanwhile",
-                    process.pid,
+                    "the job guard {}: started a new one (pid {}); running jobs were unguarded meanwhile",
+                    how.map_or("could not start before".into(), |how| format!(
+                        "(pid {}) {how}",
+                        process.pid
+                    )),
                     new.pid
                 );
                 *process = new;
             }
-            // The dead one is reaped: tried again at the next heartbeat.
-            Err(e) => crate::log_error!(
-                "the job guard (pid {}) {how}, and a new one cannot start: {e}; jobs run unguarded until one does",
-                process.pid
-            ),
+            // Said once; tried again before the next job and at the next heartbeat.
+            (Err(e), Some(how)) => {
+                crate::log_error!(
+                    "the job guard (pid {}) {how}, and a new one cannot start: {e}; jobs run unguarded until one does",
+                    process.pid
+                );
+                process.pid = 0;
+                process.alive = None;
+            }
+            (Err(_), None) => {}
         }
     }
 
@@ -265,9 +277,12 @@ impl Drop for Guard {
         p.alive = None;
         let pid = p.pid;
         // SAFETY: waitpid on our own child writes only the null status pointer's target
-        // (none). The mapping is unmapped after the guard is gone.
+        // (none); pid 0 is no guard (none could start). The mapping is unmapped after
+        // the guard is gone.
         unsafe {
-            libc::waitpid(pid, std::ptr::null_mut(), 0);
+            if pid > 0 {
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
             libc::munmap(
                 self.table as *mut libc::c_void,
                 std::mem::size_of::<Table>(),
