@@ -389,8 +389,14 @@ fn a_prefix_that_lost_its_schedules_is_named_as_such() {
         .args(["stats"])
         .ok()
         .contains("lost  ")));
+    // The worker says so at its next heartbeat (each second with this ttl): waited
+    // for, not assumed to have come before the HALT.
+    assert!(
+        wait_stderr(&w, "holds schedules again", 20.0),
+        "{}",
+        stderr_of(&w)
+    );
     let log = t.stop(w);
     assert!(!log.contains("recovered while it ran"), "{log}");
-    assert!(log.contains("holds schedules again"), "{log}");
     crate::dispatch::finish(disp, 5.0);
 }
