@@ -836,10 +836,21 @@ fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
     };
     assert_eq!(stats(&one), stats(&four));
     // One job's commands go to its shard.
+    // (`tell` without the times of the writes: statuses, the pause's since.)
+    let tell = |d: &TempDir, id: &str| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&rb(d).args(["tell", id]).ok()).unwrap();
+        if let Some(s) = v["status"].as_str() {
+            v["status"] = s.split(':').next().unwrap_or_default().into();
+        }
+        if let Some(p) = v["paused"].as_object_mut() {
+            p.remove("since");
+            p.remove("since_utc");
+        }
+        v
+    };
     for id in ["job0:Q0", "job9:Q0", "job2:Q2"] {
-        let a = rb(&one).args(["tell", id]).ok();
-        let b = rb(&four).args(["tell", id]).ok();
-        assert_eq!(a, b, "{id}");
+        assert_eq!(tell(&one, id), tell(&four, id), "{id}");
     }
 
     // Keys: the unsplit prefix is named as ever and records nothing; the split one
