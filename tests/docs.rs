@@ -14,6 +14,7 @@ const CHECKED: &[&str] = &[
     "BENCHMARKS.md",
     "CHANGELOG.md",
     "benches/HISTORY.md",
+    "benches/README.md",
 ];
 
 /// The anchors GitHub gives the headings of `text`: lower case, everything but
@@ -216,6 +217,21 @@ fn every_relative_link_and_anchor_resolves() {
     assert!(files.len() > CHECKED.len(), "docs/ holds no .md file");
     let dead: Vec<String> = files.iter().flat_map(|f| dead_links(root, f)).collect();
     assert!(dead.is_empty(), "dead links:\n{}", dead.join("\n"));
+}
+
+/// BENCHMARKS.md holds the current figures only: the history of runs goes to
+/// benches/HISTORY.md and the methods to benches/README.md, so that the page stays
+/// readable.
+#[test]
+fn benchmarks_page_stays_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let size = fs::metadata(root.join("BENCHMARKS.md"))
+        .expect("BENCHMARKS.md")
+        .len();
+    assert!(
+        size < 20_000,
+        "BENCHMARKS.md is {size} bytes: move older runs to benches/HISTORY.md"
+    );
 }
 
 #[test]
