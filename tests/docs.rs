@@ -234,6 +234,21 @@ fn benchmarks_page_stays_short() {
     );
 }
 
+/// CHANGELOG.md is written for users: no issue numbers, source files, scripts, tests
+/// or test hooks (those belong in commit messages and benches/HISTORY.md).
+#[test]
+fn changelog_names_nothing_internal() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = fs::read_to_string(root.join("CHANGELOG.md")).expect("CHANGELOG.md");
+    let internal = ["issue ", "src/", ".lua", "tests/", "REDBIKE_TEST_"];
+    let found: Vec<String> = prose_lines(&text)
+        .into_iter()
+        .filter(|(_, line)| internal.iter().any(|w| line.to_lowercase().contains(w)))
+        .map(|(n, line)| format!("CHANGELOG.md:{n}: {line}"))
+        .collect();
+    assert!(found.is_empty(), "internal references:\n{}", found.join("\n"));
+}
+
 #[test]
 fn a_dead_link_or_anchor_is_found() {
     let dir = tempfile::tempdir().unwrap();
