@@ -319,8 +319,10 @@ fn a_redis_restart_loses_no_schedule() {
     s.restart();
     let t = Setup { s, d };
     let before = t.runs().len();
+    // A bound, not a pause: the dispatcher's and the workers' reconnect backoff (up to
+    // 5 s each), then 40 runs of a shell, which take several seconds on a loaded host.
     assert!(
-        wait_until(20.0, || t.runs().len() >= before + 40),
+        wait_until(60.0, || t.runs().len() >= before + 40),
         "work did not resume"
     );
     let n: usize = t.s.con().hlen("t-schedules").unwrap();
