@@ -29,7 +29,8 @@ use super::{
     Ctx,
 };
 use crate::support::{
-    commands, plot,
+    commands,
+    plot::{self, Curve, Panel},
     process::{self, Measured},
     report::{Measurement, Target},
     server::RedisServer,
@@ -147,7 +148,7 @@ pub fn series(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let _quiet = QuietLog::new();
     let mut points: Vec<Point> = Vec::new();
     for &n in POINTS.iter().filter(|&&n| n <= ctx.scale_max) {
-        eprintln!("bench: scale point {n} (load average {})", load_average());
+        eprintln!("bench: scale point {n} (load average {})", process::load_average());
         let t = Instant::now();
         let server = RedisServer::start()?;
         let point_ctx = Ctx {
@@ -163,17 +164,10 @@ pub fn series(ctx: &Ctx) -> Result<Vec<Measurement>> {
         points.push(p);
     }
     if let Some(path) = &ctx.plot {
-        plot::scale(path, &points)?;
+        plot(path, &points)?;
         eprintln!("bench: scale plot written to {path:?}");
     }
     Ok(rows(&points))
-}
-
-/// `/proc/loadavg`'s first three fields, for the report.
-pub fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn point(ctx: &Ctx, n: usize) -> Result<Point> {
@@ -660,4 +654,102 @@ fn rows(points: &[Point]) -> Vec<Measurement> {
         );
     }
     rows
+}
+
+/// Draws the series' curves into `path`: per-job costs relative to the first point,
+/// peak RSS of the operator commands, their time and the sweep's pass, and the idle
+/// dispatcher's cost.
+fn plot(path: &Path, points: &[Point]) -> Result<()> {
+    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
+        points.iter().map(|p| (p.n as f64, f(p))).collect()
+    };
+    let Some(first) = points.first() else {
+        return Ok(());
+    };
+    let relative = |f: fn(&Point) -> f64| xs(&|p| f(p) / f(first));
+    let per_job: Vec<Curve> = vec![
+        (
+            "Redis bytes per schedule".into(),
+            relative(|p| p.bytes_per_schedule),
+        ),
+        ("load, per job".into(), relative(Point::load_us)),
+        (
+            "load, redis-server CPU per job".into(),
+            relative(Point::load_redis_us),
+        ),
+        ("dispatch, per job".into(), relative(Point::dispatch_us)),
+        ("no-op worker, per job".into(), relative(Point::noop_us)),
+        (
+            "no-op worker, redis-server CPU per job".into(),
+            relative(Point::noop_redis_us),
+        ),
+    ];
+    let names: Vec<&str> = first.commands.iter().map(|c| c.name).collect();
+    let command = |i: usize, rss: bool| {
+        xs(&|p: &Point| {
+            p.commands
+                .get(i)
+                .map_or(f64::NAN, |c| if rss { c.rss_mib } else { c.secs })
+        })
+    };
+    let mut rss: Vec<Curve> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("redbike {n}"), command(i, true)))
+        .collect();
+    rss.push(("redbike load".into(), xs(&|p| p.load_rss_mib)));
+    let mut times: Vec<Curve> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("redbike {n}"), command(i, false)))
+        .collect();
+    times.push(("sweep pass (coverage)".into(), xs(&|p| p.sweep_pass_secs)));
+    times.push((
+        "sweep pass, 500 every 5 s (before)".into(),
+        xs(&|p| p.sweep_least_pass_secs),
+    ));
+    let idle: Vec<Curve> = vec![
+        (
+            "idle dispatcher: redis-server CPU, % of a core".into(),
+            xs(&|p| p.idle_redis_cpu_percent),
+        ),
+        (
+            "idle dispatcher: Redis commands/s / 100".into(),
+            xs(&|p| p.idle_cmds_per_s / 100.0),
+        ),
+    ];
+
+    plot::four_panels(
+        path,
+        &[
+            Panel {
+                title: "cost relative to the first point (target: within 0.8 – 1.2)",
+                unit: "x",
+                curves: per_job,
+                y_range: Some((0.0, 2.0)),
+                log_y: false,
+            },
+            Panel {
+                title: "peak RSS",
+                unit: "MiB",
+                curves: rss,
+                y_range: None,
+                log_y: false,
+            },
+            Panel {
+                title: "time",
+                unit: "s",
+                curves: times,
+                y_range: None,
+                log_y: true,
+            },
+            Panel {
+                title: "idle dispatcher",
+                unit: "",
+                curves: idle,
+                y_range: None,
+                log_y: false,
+            },
+        ],
+    )
 }

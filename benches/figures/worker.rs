@@ -460,7 +460,7 @@ pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let _quiet = QuietLog::new();
     let n = ctx.n as f64;
     let (mut on, mut filed, mut off) = Default::default();
-    let load_before = super::scale::load_average();
+    let load_before = process::load_average();
     let limit = redbike::history::DEFAULT_LIMIT;
     for _ in 0..HISTORY_PAIRS {
         for (history, side) in [
@@ -513,7 +513,7 @@ pub fn history(ctx: &Ctx) -> Result<Vec<Measurement>> {
         on.per_job(n),
         filed.per_job(n),
         off.per_job(n),
-        super::scale::load_average(),
+        process::load_average(),
     );
     let (on_median, filed_median, off_median) =
         (median(&on.rates), median(&filed.rates), median(&off.rates));

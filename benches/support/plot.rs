@@ -1,16 +1,23 @@
-//! The scale series' curves as an SVG (plotters): per-job costs relative to the first
-//! point, peak RSS of the operator commands, their time and the sweep's pass, and the
-//! idle dispatcher's cost, each against the number of schedules on a log axis.
+//! Curves against the number of schedules (log axis) as an SVG of four panels
+//! (plotters). What the curves are is the figure's business (figures/scale.rs).
 
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use crate::figures::scale::Point;
-
 /// One curve: a label and its (schedules, value) points.
-type Curve = (String, Vec<(f64, f64)>);
+pub type Curve = (String, Vec<(f64, f64)>);
+
+/// One panel of the figure: its title, the unit of its y axis, its curves, and a
+/// fixed y range or a log y axis (linear from 0 otherwise).
+pub struct Panel {
+    pub title: &'static str,
+    pub unit: &'static str,
+    pub curves: Vec<Curve>,
+    pub y_range: Option<(f64, f64)>,
+    pub log_y: bool,
+}
 
 const COLOURS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
@@ -21,81 +28,13 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(140, 86, 75),
 ];
 
-/// Draws the four panels into `path`.
-pub fn scale(path: &Path, points: &[Point]) -> Result<()> {
-    let xs = |f: &dyn Fn(&Point) -> f64| -> Vec<(f64, f64)> {
-        points.iter().map(|p| (p.n as f64, f(p))).collect()
-    };
-    let Some(first) = points.first() else {
-        return Ok(());
-    };
-    let relative = |f: fn(&Point) -> f64| xs(&|p| f(p) / f(first));
-    let per_job: Vec<Curve> = vec![
-        (
-            "Redis bytes per schedule".into(),
-            relative(|p| p.bytes_per_schedule),
-        ),
-        ("load, per job".into(), relative(Point::load_us)),
-        (
-            "load, redis-server CPU per job".into(),
-            relative(Point::load_redis_us),
-        ),
-        ("dispatch, per job".into(), relative(Point::dispatch_us)),
-        ("no-op worker, per job".into(), relative(Point::noop_us)),
-        (
-            "no-op worker, redis-server CPU per job".into(),
-            relative(Point::noop_redis_us),
-        ),
-    ];
-    let names: Vec<&str> = first.commands.iter().map(|c| c.name).collect();
-    let command = |i: usize, rss: bool| {
-        xs(&|p: &Point| {
-            p.commands
-                .get(i)
-                .map_or(f64::NAN, |c| if rss { c.rss_mib } else { c.secs })
-        })
-    };
-    let mut rss: Vec<Curve> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (format!("redbike {n}"), command(i, true)))
-        .collect();
-    rss.push(("redbike load".into(), xs(&|p| p.load_rss_mib)));
-    let mut times: Vec<Curve> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (format!("redbike {n}"), command(i, false)))
-        .collect();
-    times.push(("sweep pass (coverage)".into(), xs(&|p| p.sweep_pass_secs)));
-    times.push((
-        "sweep pass, 500 every 5 s (before)".into(),
-        xs(&|p| p.sweep_least_pass_secs),
-    ));
-    let idle: Vec<Curve> = vec![
-        (
-            "idle dispatcher: redis-server CPU, % of a core".into(),
-            xs(&|p| p.idle_redis_cpu_percent),
-        ),
-        (
-            "idle dispatcher: Redis commands/s / 100".into(),
-            xs(&|p| p.idle_cmds_per_s / 100.0),
-        ),
-    ];
-
+/// Draws four panels, two by two, into `path`.
+pub fn four_panels(path: &Path, panels: &[Panel; 4]) -> Result<()> {
     let root = SVGBackend::new(path, (1400, 1000)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
-    let panels = root.split_evenly((2, 2));
-    panel(
-        &panels[0],
-        "cost relative to the first point (target: within 0.8 – 1.2)",
-        "x",
-        &per_job,
-        Some((0.0, 2.0)),
-        false,
-    )?;
-    panel(&panels[1], "peak RSS", "MiB", &rss, None, false)?;
-    panel(&panels[2], "time", "s", &times, None, true)?;
-    panel(&panels[3], "idle dispatcher", "", &idle, None, false)?;
+    for (area, p) in root.split_evenly((2, 2)).iter().zip(panels) {
+        panel(area, p.title, p.unit, &p.curves, p.y_range, p.log_y)?;
+    }
     root.present().map_err(|e| anyhow!("{e}"))?;
     Ok(())
 }

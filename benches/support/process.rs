@@ -229,3 +229,10 @@ pub fn run_measured(cmd: &mut Command, timeout: Duration, ok: &[i32]) -> Result<
         stdout_bytes: out.metadata()?.len(),
     })
 }
+
+/// `/proc/loadavg`'s first three fields, for the report.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
