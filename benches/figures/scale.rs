@@ -148,7 +148,10 @@ pub fn series(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let _quiet = QuietLog::new();
     let mut points: Vec<Point> = Vec::new();
     for &n in POINTS.iter().filter(|&&n| n <= ctx.scale_max) {
-        eprintln!("bench: scale point {n} (load average {})", process::load_average());
+        eprintln!(
+            "bench: scale point {n} (load average {})",
+            process::load_average()
+        );
         let t = Instant::now();
         let server = RedisServer::start()?;
         let point_ctx = Ctx {

@@ -1,7 +1,7 @@
 //! Reaching Redis: its clock (the one a fleet shares), the topology (standalone, Sentinel, Cluster), connecting and retrying,
 //! the link a long-running loop keeps, the listener for wake-ups and failovers, the key
 //! names, the registry of live processes, Python peers (how often idle processes look
-//! for work), pauses, the store of schedules, the shard count a prefix records, writing
+//! for work), pauses, the store of schedules, what `tell` shows of a job, the shard count a prefix records, writing
 //! many jobs at once (bulk), the Redis settings that lose jobs (hazards), and the Lua
 //! scripts with the typed functions that call them.
 
@@ -20,4 +20,5 @@ pub mod scripts;
 pub mod settings;
 pub(crate) mod shards;
 pub mod store;
+pub mod tell;
 pub mod topology;

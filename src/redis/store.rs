@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use redis::{Commands, Connection};
-use serde::Serialize;
 
 use crate::{
     error::{Error, Result},
@@ -109,36 +108,6 @@ pub fn paused_form(schedule: &Schedule, text: &str) -> String {
         Schedule::At(ts) => format!("AT:{ts}"),
         _ => schedule.stored_form(text),
     }
-}
-
-/// What `tell` shows about a job.
-#[derive(Debug, Clone, Serialize)]
-pub struct JobInfo {
-    /// The raw status, `EVENT:TS`, as the original shows it.
-    pub status: Option<String>,
-    /// The stored schedule.
-    pub schedule: Option<String>,
-    /// The timeline score.
-    pub next_run: Option<i64>,
-    /// Whether its lease exists (it is running).
-    pub working: bool,
-    /// The next run as ISO 8601 UTC.
-    pub next_run_utc: Option<String>,
-    /// The queue it belongs to.
-    pub queue: String,
-    /// Whether it waits in its queue now.
-    pub queued: bool,
-    /// Seconds left on its lease while it runs.
-    pub lease_seconds_left: Option<f64>,
-    /// The last failure, `DIE:TS` or `TMO:TS`.
-    pub last_failure: Option<String>,
-    /// Its last few history entries, newest first, and its last success.
-    #[serde(flatten)]
-    pub history: crate::history::JobHistory,
-    /// Its pause (`redbike pause`), if it is paused.
-    pub paused: Option<crate::redis::pause::Pause>,
-    /// Whether a run asked with `redbike run` while it ran is still to come.
-    pub run_asked: bool,
 }
 
 /// A connection to Redis with the key names of one prefix.
@@ -455,55 +424,6 @@ impl Store<'_> {
                 })
             })
             .collect()
-    }
-
-    /// Everything known about one job, read in one round trip.
-    pub fn tell(&mut self, jobid: &str) -> Result<JobInfo> {
-        let q = queue_of(jobid);
-        type Reply = (
-            Option<String>,
-            Option<String>,
-            Option<f64>,
-            i64,
-            bool,
-            Option<String>,
-            Option<String>,
-            bool,
-            Vec<Vec<u8>>,
-        );
-        let mut pipe = redis::pipe();
-        pipe.hget(&self.keys.statuses, jobid)
-            .hget(&self.keys.schedules, jobid)
-            .zscore(&self.keys.timeline, jobid)
-            .pttl(self.keys.lease(jobid))
-            .sismember(self.keys.members(q), jobid)
-            .hget(&self.keys.failures, jobid)
-            .hget(&self.keys.paused, jobid)
-            .hexists(&self.keys.rerun, jobid);
-        crate::redis::history::add_job_reads(&mut pipe, self.keys, jobid);
-        let unfiled = crate::redis::history::unfiled_of(self, jobid)?;
-        let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, runs): Reply =
-            pipe.query(self.con)?;
-        let next_run = score.map(|s| s as i64);
-        Ok(JobInfo {
-            status,
-            schedule,
-            next_run,
-            // PTTL: -2 no key, -1 no expiry, else milliseconds left.
-            working: pttl != -2,
-            next_run_utc: next_run.map(crate::schedule::timestamp::iso_utc),
-            queue: q.to_string(),
-            queued,
-            lease_seconds_left: (pttl >= 0).then(|| pttl as f64 / 1000.0),
-            last_failure,
-            history: crate::history::job_history(crate::history::job_entries(
-                unfiled,
-                runs,
-                &self.keys.history(jobid),
-            )),
-            paused: paused.map(|raw| crate::redis::pause::Pause::parse(&raw)),
-            run_asked,
-        })
     }
 
     /// Calls `each(field, value)` for every field of hash `key`, reading it in HSCAN
