@@ -17,11 +17,11 @@
 
 use chrono_tz::Tz;
 
-use super::clip;
-use super::rule::{
-    civil_from_days, days_in_month, find_zone, offset_at, to_instant, weekday, RuleError, DAY,
-    MAX_LOCAL, MIN_AFTER,
+use super::calendar::{
+    civil_from_days, days_in_month, offset_at, to_instant, weekday, DAY, MAX_LOCAL, MIN_AFTER,
 };
+use super::clip;
+use super::rule::{find_zone, RuleError};
 
 /// Days searched for a matching day: one 400-year Gregorian cycle (146,097 days,
 /// exactly 20,871 weeks), after which dates and weekdays repeat, so a line that

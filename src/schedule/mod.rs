@@ -1,6 +1,7 @@
 //! Schedules: `NOW`, `AT:TS`, `CONTINUE`, `STOP`, an iCal RRULE or a `CRON:` line, and
 //! where each puts a job.
 
+mod calendar;
 pub mod cron;
 pub mod rule;
 #[cfg(test)]

@@ -10,7 +10,7 @@ pub const MAX_UNIX: i64 = 253_402_300_799;
 
 /// The earliest reference instant of `next --after`: 1900-01-01T00:00:00Z, where rules
 /// start (see [`super::rule`]).
-pub const MIN_REFERENCE: i64 = super::rule::MIN_AFTER;
+pub const MIN_REFERENCE: i64 = super::calendar::MIN_AFTER;
 
 /// Parses a timestamp: whole unix seconds (`1700000000`), or ISO 8601 with a zone
 /// (`2024-01-01T09:00:00Z`, `...+01:00`), or without one (`2024-01-01T09:00:00`,

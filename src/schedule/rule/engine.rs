@@ -37,11 +37,10 @@
 use std::{cell::Cell, ops::ControlFlow};
 
 use super::RuleError;
+use crate::schedule::calendar::{
+    civil_from_days, days_from_civil, days_in_month, week1_start, weekday, year_len, DAY, MAX_LOCAL,
+};
 
-/// Seconds in a day.
-pub(in crate::schedule) const DAY: i64 = 86_400;
-/// Last local second that can be represented: 9999-12-31T23:59:59.
-pub(in crate::schedule) const MAX_LOCAL: i64 = 253_402_300_799;
 /// Day number of 9999-12-31.
 const MAX_DAY: i64 = MAX_LOCAL / DAY;
 /// Days in a 400-year Gregorian cycle; the calendar repeats after it.
@@ -138,79 +137,12 @@ pub(super) enum ScanEnd {
     Exhausted,
 }
 
-// ---------------------------------------------------------------------------
-// Calendar arithmetic (proleptic Gregorian, day 0 = 1970-01-01).
-
-/// Day number of a civil date (Howard Hinnant's algorithm).
-pub(super) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Civil date of a day number.
-pub(in crate::schedule) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-pub(super) fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-pub(in crate::schedule) fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        _ if is_leap(y) => 29,
-        _ => 28,
-    }
-}
-
-fn year_len(y: i64) -> i64 {
-    if is_leap(y) {
-        366
-    } else {
-        365
-    }
-}
-
-/// Weekday of a day number, 0 = Monday.
-pub(in crate::schedule) fn weekday(day: i64) -> u8 {
-    (day + 3).rem_euclid(7) as u8
-}
-
 fn gcd(a: i64, b: i64) -> i64 {
     let (mut a, mut b) = (a.abs(), b.abs());
     while b != 0 {
         (a, b) = (b, a % b);
     }
     a
-}
-
-/// First day of week 1 of year `y` for week start `wkst`: the week that
-/// holds at least four days of `y` (ISO 8601 when `wkst` is Monday).
-fn week1_start(y: i64, wkst: u8) -> i64 {
-    let jan1 = days_from_civil(y, 1, 1);
-    let off = (i64::from(weekday(jan1)) - i64::from(wkst)).rem_euclid(7);
-    if off <= 3 {
-        jan1 - off
-    } else {
-        jan1 - off + 7
-    }
 }
 
 /// A set of the numbers 1..=366 and -366..=-1.

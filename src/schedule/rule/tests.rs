@@ -1193,11 +1193,11 @@ fn end_of_range() {
 #[test]
 fn calendar_arithmetic_round_trips() {
     for day in (-800_000..3_000_000).step_by(997) {
-        let (y, m, d) = engine::civil_from_days(day);
+        let (y, m, d) = civil_from_days(day);
         assert_eq!(days_from_civil(y, m, d), day);
     }
     assert_eq!(days_from_civil(1970, 1, 1), 0);
-    assert_eq!(engine::weekday(0), 3); // Thursday
+    assert_eq!(weekday(0), 3); // Thursday
     assert_eq!(days_from_civil(9999, 12, 31) * DAY + DAY - 1, MAX_LOCAL);
 }
 
