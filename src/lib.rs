@@ -12,6 +12,7 @@
 //!   password masking in `settings.rs`; the topology (standalone, Sentinel, Cluster) in
 //!   `topology.rs`, derived once when the configuration is loaded and carried in
 //!   `Config::redis` (an `Access`: settings, prefix, topology) to every connect;
+//!   Redis's clock, the one a fleet shares, in `clock.rs`;
 //!   connecting in `store.rs` (`connect`, `reach`, `with_store`), with retries and
 //!   backoff in `retry.rs`; the connection a long-running loop keeps, and reconnects
 //!   after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
@@ -20,7 +21,9 @@
 //!   that lose jobs in `hazards.rs`; the registry of live dispatchers and workers
 //!   (registration, heartbeats, listing) in `registry.rs`; whether Python peers share
 //!   the prefix, and so how often idle processes look for work, in `peers.rs`; reading
-//!   run history (`redbike history`, `tell`, `stats`) in `history.rs`.
+//!   run history (`redbike history`, `tell`, `stats`) in `history.rs`; everything
+//!   `tell` shows of one job in `tell.rs`; a pause as `redbike pause` stores it in
+//!   `pause.rs`; the number of shards a prefix records (`shards.lua`) in `shards.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
 //!   them. The typed functions that build the arguments of the worker's scripts
@@ -31,7 +34,9 @@
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua`
 //!   in `dispatch/recovery.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
-//!   `redis/registry.rs`.
+//!   `redis/registry.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
+//!   `pause.lua` and `resume.lua` in `operator/control.rs`; `shards.lua` in
+//!   `redis/shards.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
 //!   `dispatch/dispatcher.rs` (one `pass` moves due jobs into their queues); catch-up
 //!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
@@ -44,22 +49,30 @@
 //!   loop (`pool.rs`); the run permits that keep a worker of several shards within
 //!   `-j` (`permits.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
 //!   output (`output.rs`), the guard that stops jobs of a frozen worker (`guard.rs`) and
-//!   tells Redis of a dead one (`death.rs`).
+//!   tells Redis of a dead one (`death.rs`), filing the run history while idle
+//!   (`filing.rs`).
 //! - `history.rs`: run history, what an entry is (`Entry`, `Outcome`), its bounds, and
 //!   the figures made from entries; the scripts write entries, `redis/history.rs` reads
 //!   them.
 //! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
 //!   it in (`Action`, `Mode`); the worker, recovery and `check` decide there.
-//! - `operator/`: commands that read or repair a prefix: `check.rs`, `stats.rs`,
-//!   `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`,
-//!   `ps.rs` (the table, CSV and JSON of `redbike ps`),
-//!   and CSV reading and writing (`csvio.rs`).
+//! - `operator/`: commands that read or repair a prefix: `check.rs`, `backup.rs`
+//!   (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`, `ps.rs`
+//!   (the table, CSV and JSON of `redbike ps`), `run`, `pause` and `resume` of a job or
+//!   a queue (`control.rs`), and CSV reading and writing (`csvio.rs`); `stats/` is
+//!   `redbike stats`: the figures as plain data (`stats/figures.rs`), read from Redis
+//!   (`stats/read.rs`), and one file per rendering (`stats/text.rs`, `stats/json.rs`,
+//!   `stats/prometheus.rs`).
 //! - `top/`: `redbike top`, the live view: reading a snapshot of a prefix
 //!   (`snapshot.rs`), the view's state and keys (`app.rs`), drawing it (`render.rs`),
-//!   the terminal and the reader thread (`mod.rs`).
-//! - `schedule/`: the schedule language: RRULEs (`rule`), cron lines (`cron`), unix
-//!   times and ISO timestamps (`timestamp.rs`).
+//!   the terminal and the reader thread (`mod.rs`). Its `r`, `p` and `u` keys act
+//!   through `operator/control.rs`, as `redbike run`, `pause` and `resume` do.
+//! - `schedule/`: the schedule language: RRULEs (`rule.rs`: the rule and its
+//!   evaluation; the parser in `rule/parse.rs`, the expansion in `rule/engine.rs`),
+//!   cron lines (`cron.rs`), the calendar arithmetic both share (`calendar.rs`), unix
+//!   times and ISO timestamps (`timestamp.rs`), and helpers of their unit tests
+//!   (`testing.rs`).
 //! - `shard.rs`: a prefix split into shards (`shards = N`): the shards' prefixes and
 //!   configurations, the shard of a job, the number recorded in Redis, and running a
 //!   loop per shard; the commands in `cli/` route and merge through it.
@@ -71,11 +84,16 @@
 //!   and piped CSV (`terminal.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
 //!   load alike), and the host name processes and history entries carry (`host.rs`).
 //!
-//! Imports point down, in this order (`tests/layers.rs` checks there is no circle):
+//! Unit tests live in `tests.rs` files beside the module they test.
+//!
+//! Imports point down, in this order (`tests/layers.rs` checks these rules, that no
+//! modules nor files of a folder import each other in a circle, and that this section
+//! names every file of `src/`; its table `MAY_IMPORT` holds the rules):
 //!
 //! 1. `cli` uses everything.
-//! 2. `operator`, `top`, `dispatch` and `work`, never each other (`operator` and `top`
-//!    read the worker's queue syntax from `work`).
+//! 2. `top`, which acts through `operator` (`control.rs`); `operator`, `dispatch` and
+//!    `work`, never each other (`operator` and `top` read the worker's queue syntax
+//!    from `work`).
 //! 3. `shard` (uses `config`, `redis`, `jitter`, `shutdown`), and `config`: the file, the flags
 //!    and the environment, merged; it checks the Redis settings and derives the
 //!    topology through `redis`.
