@@ -25,8 +25,6 @@ use crate::{
 
 /// The file read when no config file is named and it exists.
 pub const DEFAULT_CONFIG_FILE: &str = ".redbike.conf";
-/// The Redis URL used when neither file nor flag names one.
-pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379/0";
 
 /// What the command line and environment say, beating the file.
 #[derive(Debug, Clone, Default)]

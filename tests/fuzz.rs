@@ -22,11 +22,26 @@ use chrono_tz::Tz;
 use proptest::{prelude::*, test_runner::Config};
 use redbike::{
     jobid,
-    operator::csvio::{read_schedules_from, SortedCsv},
+    operator::csvio::{for_each_schedule, Row, ScheduleRow, SortedCsv},
     redis::settings::mask_url,
     schedule::timestamp::{self, MAX_UNIX},
     schedule::{Rule, Schedule},
 };
+
+/// `for_each_schedule`, the rows collected in memory.
+fn read_schedules_from(
+    input: impl std::io::Read,
+    name: &str,
+) -> redbike::error::Result<Vec<ScheduleRow>> {
+    let mut rows = Vec::new();
+    for_each_schedule(input, name, |row| {
+        if let Row::Job(row) = row {
+            rows.push(row);
+        }
+        Ok(())
+    })?;
+    Ok(rows)
+}
 
 /// `cases` unless `$PROPTEST_CASES` says otherwise.
 fn config(cases: u32) -> Config {

@@ -46,18 +46,6 @@ pub enum Row {
     Skipped(u64, String),
 }
 
-/// [`for_each_schedule`], the rows collected in memory (for tests).
-pub fn read_schedules_from(input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
-    let mut rows = Vec::new();
-    for_each_schedule(input, name, |row| {
-        if let Row::Job(row) = row {
-            rows.push(row);
-        }
-        Ok(())
-    })?;
-    Ok(rows)
-}
-
 /// Reads and validates a `JOBID,SCHEDULE` file row by row, calling `each` with every
 /// valid row, or row left out for its job id ([`Row`]); the first bad row is an error
 /// naming its line. Memory holds one row and a
@@ -424,6 +412,18 @@ impl SortedCsv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`for_each_schedule`], the rows collected in memory (for tests).
+    fn read_schedules_from(input: impl Read, name: &str) -> Result<Vec<ScheduleRow>> {
+        let mut rows = Vec::new();
+        for_each_schedule(input, name, |row| {
+            if let Row::Job(row) = row {
+                rows.push(row);
+            }
+            Ok(())
+        })?;
+        Ok(rows)
+    }
 
     #[test]
     fn sorts_across_spills() {

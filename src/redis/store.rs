@@ -459,10 +459,4 @@ impl Store<'_> {
         let _: () = self.con.del(&self.keys.control)?;
         Ok(())
     }
-
-    /// Whether the control key says `HALT`.
-    pub fn is_halted(&mut self) -> Result<bool> {
-        let v: Option<String> = self.con.get(&self.keys.control)?;
-        Ok(v.as_deref() == Some("HALT"))
-    }
 }
