@@ -2,14 +2,6 @@
 //! monitoring (Prometheus text exposition format, for node_exporter's textfile
 //! collector).
 //!
-//! The default path reads with cheap commands only: HLEN, GET, ZCARD, two ZCOUNT, a
-//! one-member ZRANGE, and per named queue LLEN, LINDEX and one HGET, in three round
-//! trips whatever the size of the data; then the registered processes (SMEMBERS, and
-//! GET and PTTL per process, two round trips that grow with the fleet, not the data). Two figures need a walk over data that grows
-//! with the number of jobs, so they are only read with `--scan`: the queues that exist
-//! (SCAN of `P-work-*`, which walks the whole keyspace) and the counts per status event
-//! (HSCAN of `P-statuses`).
-//!
 //! The figures are plain data (`figures.rs`), read from Redis in `read.rs`; each
 //! rendering has its own file (`text.rs`, `json.rs`, `prometheus.rs`).
 
