@@ -212,24 +212,7 @@ pub(super) fn cmd_history(
     query: &crate::history::Query,
     format: HistoryFormat,
 ) -> Result<ExitCode> {
-    let shards = match &query.job {
-        Some(id) => {
-            jobid::validate_stored(id)?;
-            vec![shard::checked_for_job(config, id)?]
-        }
-        None => shard::checked_all(config)?,
-    };
-    let mut entries = Vec::new();
-    for config in &shards {
-        entries.extend(with_store(&config.redis, |store| {
-            crate::redis::history::read(store, query)
-        })?);
-    }
-    if shards.len() > 1 {
-        // Each shard's entries are newest first; so are all of them together.
-        entries.sort_by(|a, b| b.end.total_cmp(&a.end));
-        entries.truncate(query.limit.unwrap_or(usize::MAX));
-    }
+    let entries = crate::operator::history::read(config, query)?;
     match format {
         HistoryFormat::Csv => {
             crate::history::write_csv(&entries, out(), crate::terminal::csv_escapes())?

@@ -10,12 +10,11 @@ use crate::{
     operator::csvio::{SortedCsv, SPILL_ROWS},
     operator::ps,
     operator::stats,
+    operator::statuses,
     redis::hazards::Probe,
-    redis::registry,
     redis::store::with_store,
     schedule::timestamp,
     shard,
-    status::Status,
 };
 
 use super::{out, parse_ts};
@@ -24,27 +23,13 @@ pub(super) fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<Exit
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
     // Every shard's rows go into one sort: the order is that of an unsplit prefix.
     let mut sorted = SortedCsv::new(SPILL_ROWS).escaping(crate::terminal::csv_escapes());
-    for config in shard::checked_all(config)? {
-        with_store(&config.redis, |store| {
-            let key = store.keys.statuses.clone();
-            store.scan_hash(&key, |id, raw| {
-                match Status::parse(&String::from_utf8_lossy(&raw)) {
-                    Some(s) if s.at <= before => sorted.push(vec![
-                        id,
-                        s.event.into_bytes(),
-                        s.at.to_string().into_bytes(),
-                    ])?,
-                    Some(_) => {}
-                    None => crate::log_warn!(
-                        "status of {:?} is {:?}, not EVENT:TIMESTAMP; left out",
-                        String::from_utf8_lossy(&id),
-                        String::from_utf8_lossy(&raw)
-                    ),
-                }
-                Ok(())
-            })
-        })?;
-    }
+    statuses::each_status(config, before, |id, s| {
+        sorted.push(vec![
+            id,
+            s.event.into_bytes(),
+            s.at.to_string().into_bytes(),
+        ])
+    })?;
     sorted.finish(out())?;
     Ok(ExitCode::Success)
 }
@@ -61,43 +46,23 @@ pub(super) fn cmd_schedules(config: &Config) -> Result<ExitCode> {
 }
 
 pub(super) fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
-    let policy = config.policy();
     let mut rows = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(out());
     let mut write_error = None;
-    let mut summary = check::Summary::default();
-    // The Redis settings of each shard's node; a hazard of several is said once.
-    let mut hazards: Vec<String> = Vec::new();
-    let mut unread = None;
-    for config in shard::checked_all(config)? {
-        let probe = Probe::of(&config.redis);
-        let mut health = Err(String::new());
-        let part = with_store(&config.redis, |store| {
-            health = probe.query(store.con)?;
-            let emit = |f: &check::Finding| {
-                let escape = crate::terminal::csv_escapes();
-                let record = [f.kind, &f.jobid, &f.detail]
-                    .map(|field| crate::terminal::csv_field(field.as_bytes(), escape));
-                if let Err(e) = rows.write_record(record).and_then(|()| Ok(rows.flush()?)) {
-                    write_error.get_or_insert(e);
-                }
-            };
-            let walk = check::Check::new(store, repair, &policy, emit);
-            Ok(walk.overdue_after(config.overdue_after).run()?)
-        })?;
-        summary.add(&part);
-        match health {
-            Ok(health) => {
-                for hazard in health.hazards {
-                    if !hazards.contains(&hazard.message) {
-                        hazards.push(hazard.message);
-                    }
-                }
-            }
-            Err(why) => unread = Some(why),
+    let escape = crate::terminal::csv_escapes();
+    let report = check::check_all(config, repair, |f: &check::Finding| {
+        let record = [f.kind, &f.jobid, &f.detail]
+            .map(|field| crate::terminal::csv_field(field.as_bytes(), escape));
+        if let Err(e) = rows.write_record(record).and_then(|()| Ok(rows.flush()?)) {
+            write_error.get_or_insert(e);
         }
-    }
+    })?;
+    let check::Report {
+        summary,
+        hazards,
+        unread,
+    } = report;
     if let Some(e) = write_error {
         return Err(Error::io("cannot write output", e.into()));
     }
@@ -180,39 +145,10 @@ pub(super) fn cmd_stats(
 }
 
 pub(super) fn cmd_ps(config: &Config, format: ps::Format) -> Result<ExitCode> {
-    let mut listed: Vec<registry::Listed> = Vec::new();
-    let mut first = true;
-    let mut python_seen: Option<String> = None;
-    for config in shard::checked_all(config)? {
-        let part = with_store(&config.redis, |store| {
-            let seen: Option<String> = redis::cmd("GET")
-                .arg(&store.keys.python_seen)
-                .query(store.con)?;
-            python_seen = python_seen.take().or(seen);
-            Ok(registry::list(store)?)
-        })?;
-        if first {
-            listed = part;
-            first = false;
-            continue;
-        }
-        // A process serving several shards registers a loop in each, each with the
-        // process's whole `-j`: one row.
-        for l in part {
-            let d = &l.description;
-            let same = |a: &registry::Listed| {
-                let e = &a.description;
-                (&e.kind, &e.host, e.pid) == (&d.kind, &d.host, d.pid)
-            };
-            if !listed.iter().any(same) {
-                listed.push(l);
-            }
-        }
-    }
-    listed.sort_by(|a, b| {
-        let (a, b) = (&a.description, &b.description);
-        (&a.kind, &a.host, a.pid, &a.id).cmp(&(&b.kind, &b.host, b.pid, &b.id))
-    });
+    let ps::Processes {
+        listed,
+        python_seen,
+    } = ps::collect(config)?;
     let text = ps::render(
         &listed,
         format,

@@ -14,7 +14,7 @@ use crate::{
     config::{CatchUpPolicy, Config},
     history, jitter,
     redis::keys::queue_of,
-    redis::scripts::skip::{skip as skip_script, Skip},
+    redis::scripts::skip::{skip as skip_script, Skip, SkipReply},
     redis::store::Store,
     schedule::timestamp,
     schedule::{Placement, Schedule},
@@ -125,7 +125,7 @@ fn skip(
         entry,
         history_limit: config.history_limit,
     };
-    if !skip_script(store.con, store.keys, &skip)? {
+    if skip_script(store.con, store.keys, &skip)? == SkipReply::Changed {
         return Ok(false);
     }
     let was = timestamp::iso_utc(due as i64);

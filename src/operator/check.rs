@@ -12,14 +12,18 @@ use std::collections::{BTreeSet, HashMap};
 use redis::RedisResult;
 
 use crate::{
+    config::Config,
+    error::Result,
     policy::Policy,
+    redis::hazards::Probe,
     redis::keys::{glob_escape, is_lease_name, queue_collision, queue_of},
     redis::scripts::{
         self,
         recovery::{recover_job, Lost},
     },
-    redis::store::{Place, Scan, Store},
+    redis::store::{with_store, Place, Scan, Store},
     schedule::Schedule,
+    shard,
 };
 
 /// Items read per SCAN-family call and per pipelined check.
@@ -58,6 +62,45 @@ pub struct Summary {
     pub paused: usize,
     /// Job ids `set` refuses that work all the same (`odd-id` rows).
     pub odd_ids: usize,
+}
+
+/// What `check` found over all the shards of a prefix.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// The walks' figures, added up.
+    pub summary: Summary,
+    /// The Redis settings that lose jobs, each said once however many nodes have it.
+    pub hazards: Vec<String>,
+    /// Why the Redis settings of a node could not be read (`INFO` refused), if so.
+    pub unread: Option<String>,
+}
+
+/// Walks every shard of `config`'s prefix (repairing with `repair`); `emit` receives
+/// each finding as it is found.
+pub fn check_all(config: &Config, repair: bool, mut emit: impl FnMut(&Finding)) -> Result<Report> {
+    let policy = config.policy();
+    let mut report = Report::default();
+    for config in shard::checked_all(config)? {
+        let probe = Probe::of(&config.redis);
+        let mut health = Err(String::new());
+        let part = with_store(&config.redis, |store| {
+            health = probe.query(store.con)?;
+            let walk = Check::new(store, repair, &policy, &mut emit);
+            Ok(walk.overdue_after(config.overdue_after).run()?)
+        })?;
+        report.summary.add(&part);
+        match health {
+            Ok(health) => {
+                for hazard in health.hazards {
+                    if !report.hazards.contains(&hazard.message) {
+                        report.hazards.push(hazard.message);
+                    }
+                }
+            }
+            Err(why) => report.unread = Some(why),
+        }
+    }
+    Ok(report)
 }
 
 /// The walk; `emit` receives each finding as it is found.
@@ -341,7 +384,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .arg(&f.jobid)
             .arg(schedule.unwrap_or(""))
             .arg(crate::schedule::timestamp::now())
-            .arg(if dry { "dry" } else { "" })
+            .arg(scripts::flag(dry))
             .invoke(self.store.con);
         match changed {
             // A key of the job of another type (a lease key that is another queue's

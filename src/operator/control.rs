@@ -1,21 +1,54 @@
-//! Operator control of single jobs and queues: `run` (once now, keeping the schedule),
-//! `pause` and `resume` of a job or of a whole queue. The keys are new here
+//! Operator control of a prefix, its jobs and queues: `control` (HALT, RESUME), `run`
+//! (once now, keeping the schedule), `pause` and `resume` of a job or of a whole queue. The keys are new here
 //! (`P-paused`, `P-paused-queues`, `P-rerun`); the Python original ignores them (see
 //! docs/control.md for what a mixed fleet does).
-
-use redis::Commands;
 
 use crate::{
     config::Config,
     error::{Error, Result},
     jitter,
-    redis::keys::queue_of,
-    redis::scripts,
-    redis::store::{PlaceItem, Placed, Store},
+    redis::pause,
+    redis::scripts::control::{self, PauseReply, ResumeReply, RunReply},
+    redis::store::{with_store, PlaceItem, Placed, Store},
     schedule::{Placement, Schedule},
+    shard,
 };
 
 pub use crate::redis::pause::Pause;
+
+/// A signal of `redbike control` to the dispatchers and workers of a prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// Stop them.
+    Halt,
+    /// Clear HALT.
+    Resume,
+}
+
+impl Signal {
+    /// Reads `HALT` or `RESUME`, in any case, spaces around allowed.
+    pub fn parse(text: &str) -> Result<Signal> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "HALT" => Ok(Signal::Halt),
+            "RESUME" => Ok(Signal::Resume),
+            other => Err(Error::Input(format!(
+                "unknown control signal {other:?}; use HALT or RESUME"
+            ))),
+        }
+    }
+}
+
+/// `redbike control SIGNAL`: sets (HALT) or clears (RESUME) the control key of every
+/// shard of `config`'s prefix.
+pub fn signal(config: &Config, signal: Signal) -> Result<()> {
+    for config in shard::checked_all(config)? {
+        with_store(&config.redis, |store| match signal {
+            Signal::Halt => store.control("HALT"),
+            Signal::Resume => store.clear_control(),
+        })?;
+    }
+    Ok(())
+}
 
 /// What `run` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,63 +137,38 @@ fn check_control_keys(store: &mut Store<'_>) -> Result<()> {
 
 /// `redbike run JOBID`: runs the job once as soon as a worker is free (run.lua).
 pub fn run_job(store: &mut Store<'_>, id: &str, now: i64) -> Result<RunReport> {
-    let k = store.keys;
-    let mut inv = scripts::RUN.prepare_invoke();
-    for key in k.job_keys(id) {
-        inv.key(key);
-    }
-    inv.key(&k.paused)
-        .key(&k.rerun)
-        .key(&k.control)
-        .arg(id)
-        .arg(now)
-        .arg(k.queue_wake(queue_of(id)));
-    let (result, halted, paused): (String, i64, i64) = inv.invoke(store.con)?;
-    let ran = match result.as_str() {
-        "unknown" => return Err(unknown(id)),
-        "queued" => Ran::AlreadyQueued,
-        "running" => Ran::Running,
-        _ => Ran::Enqueued,
+    let answer = control::run(store.con, store.keys, id, now)?;
+    let ran = match answer.reply {
+        RunReply::Unknown => return Err(unknown(id)),
+        RunReply::Queued => Ran::AlreadyQueued,
+        RunReply::Running => Ran::Running,
+        RunReply::Enqueued => Ran::Enqueued,
     };
     Ok(RunReport {
         ran,
-        paused: paused == 1,
-        halted: halted == 1,
+        paused: answer.paused,
+        halted: answer.halted,
     })
 }
 
 /// `redbike pause JOBID`: takes the job out of circulation, keeping its schedule
 /// (pause.lua).
 pub fn pause_job(store: &mut Store<'_>, id: &str, note: &str, now: i64) -> Result<Paused> {
-    let k = store.keys;
-    let mut inv = scripts::PAUSE.prepare_invoke();
-    for key in k.job_keys(id) {
-        inv.key(key);
-    }
-    inv.key(&k.paused)
-        .key(&k.rerun)
-        .arg(id)
-        .arg(Pause::new(now, note).to_json())
-        .arg(now);
-    let result: String = inv.invoke(store.con)?;
-    match result.as_str() {
-        "unknown" => Err(unknown(id)),
-        "already" => Ok(Paused::Already),
-        "running" => Ok(Paused::Running),
-        _ => Ok(Paused::Paused),
+    let pause = Pause::new(now, note).to_json();
+    match control::pause(store.con, store.keys, id, &pause, now)? {
+        PauseReply::Unknown => Err(unknown(id)),
+        PauseReply::Already => Ok(Paused::Already),
+        PauseReply::Running => Ok(Paused::Running),
+        PauseReply::Paused => Ok(Paused::Paused),
     }
 }
 
 /// `redbike resume JOBID`: ends the pause and places the job per its schedule from
 /// `now` (resume.lua); occurrences missed while it was paused are not run.
 pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) -> Result<Resumed> {
-    let k = store.keys;
     // The schedule may change under us (a `set`); read it again then, a few times.
     for _ in 0..5 {
-        let (text, paused): (Option<String>, bool) = redis::pipe()
-            .hget(&k.schedules, id)
-            .hexists(&k.paused, id)
-            .query(store.con)?;
+        let (text, paused) = pause::schedule_and_paused(store, id)?;
         let Some(text) = text else {
             return Err(unknown(id));
         };
@@ -180,32 +188,11 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
                 ))
             })?;
         let item = PlaceItem::new(id, &schedule, &text, placement);
-        let (act, due) = match placement {
-            Placement::Enqueue => ("enqueue", 0),
-            Placement::Timeline(ts) => ("timeline", ts),
-            Placement::Stop => ("stop", 0),
-        };
-        let mut inv = scripts::RESUME.prepare_invoke();
-        for key in k.job_keys(id) {
-            inv.key(key);
-        }
-        inv.key(&k.paused)
-            .key(&k.rerun)
-            .arg(id)
-            .arg(&text)
-            .arg(&item.stored)
-            .arg(act)
-            .arg(due)
-            .arg(now)
-            .arg(k.queue_wake(queue_of(id)))
-            .arg(&k.timeline_wake)
-            .arg(&item.stored_if_running);
-        let reply: String = inv.invoke(store.con)?;
-        match reply.as_str() {
-            "not-paused" => return Ok(Resumed::NotPaused),
-            "changed" => continue,
-            "asked" => return Ok(Resumed::RunAsked),
-            placed => return Ok(Resumed::Placed(placement, placed_of(placed))),
+        match control::resume(store.con, store.keys, &item, &text, now)? {
+            ResumeReply::NotPaused => return Ok(Resumed::NotPaused),
+            ResumeReply::Changed => continue,
+            ResumeReply::Asked => return Ok(Resumed::RunAsked),
+            ResumeReply::Placed(placed) => return Ok(Resumed::Placed(placement, placed)),
         }
     }
     Err(Error::Input(format!(
@@ -213,37 +200,18 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
     )))
 }
 
-fn placed_of(reply: &str) -> Placed {
-    match reply {
-        "enqueued" => Placed::Enqueued,
-        "queued" => Placed::AlreadyQueued,
-        "running" => Placed::Running,
-        "timeline" => Placed::Timeline,
-        _ => Placed::Stopped,
-    }
-}
-
 /// `redbike pause --queue Q`: our workers stop claiming from Q; false when it was
 /// paused already (nothing changed).
 pub fn pause_queue(store: &mut Store<'_>, queue: &str, note: &str, now: i64) -> Result<bool> {
     check_control_keys(store)?;
-    let added: bool = store.con.hset_nx(
-        &store.keys.paused_queues,
-        queue,
-        Pause::new(now, note).to_json(),
-    )?;
-    Ok(added)
+    Ok(pause::pause_queue(store, queue, &Pause::new(now, note))?)
 }
 
 /// `redbike resume --queue Q`: our workers claim from Q again, and idle ones are woken;
 /// false when it was not paused (nothing changed).
 pub fn resume_queue(store: &mut Store<'_>, queue: &str) -> Result<bool> {
     check_control_keys(store)?;
-    let (removed, _): (i64, i64) = redis::pipe()
-        .hdel(&store.keys.paused_queues, queue)
-        .publish(store.keys.queue_wake(queue), 1)
-        .query(store.con)?;
-    Ok(removed == 1)
+    Ok(pause::resume_queue(store, queue)?)
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
-//! Operator commands that read or repair a prefix: `check`, `stats`, `schedules`
-//! (backup), `load` (loader, with its CSV reading and writing in csvio), `ping`, `ps`, and
-//! `run`/`pause`/`resume` (control).
+//! Operator commands that read or repair a prefix: `check`, `stats`, `statuses`, `history`,
+//! `schedules` (backup), `load` (loader, with its CSV reading and writing in csvio),
+//! `ping`, `ps`, and `run`/`pause`/`resume` (control).
 
 pub(crate) mod backup;
 pub(crate) mod check;
 pub mod control;
 pub mod csvio;
+pub(crate) mod history;
 pub mod loader;
 pub(crate) mod ping;
 pub(crate) mod ps;
 pub(crate) mod stats;
+pub(crate) mod statuses;

@@ -2,10 +2,63 @@
 //! [`crate::redis::registry`]), as a table for people, CSV or JSON for scripts.
 
 use crate::{
+    config::Config,
     error::{Error, Result},
-    redis::registry::Listed,
+    redis::peers,
+    redis::registry::{self, Listed},
+    redis::store::with_store,
     schedule::timestamp,
+    shard,
 };
+
+/// The processes of a prefix (all its shards), and whether a Python one shares it.
+#[derive(Debug, Clone, Default)]
+pub struct Processes {
+    /// The dispatchers and workers registered, sorted by kind, host, pid and id; a
+    /// process serving several shards once.
+    pub listed: Vec<Listed>,
+    /// What `P-python-seen` says of a Python process (which does not register).
+    pub python_seen: Option<String>,
+}
+
+/// Lists the processes registered under `config`'s prefix, over all its shards.
+pub fn collect(config: &Config) -> Result<Processes> {
+    let mut listed: Vec<Listed> = Vec::new();
+    let mut first = true;
+    let mut python_seen: Option<String> = None;
+    for config in shard::checked_all(config)? {
+        let part = with_store(&config.redis, |store| {
+            let seen = peers::python_seen(store)?;
+            python_seen = python_seen.take().or(seen);
+            Ok(registry::list(store)?)
+        })?;
+        if first {
+            listed = part;
+            first = false;
+            continue;
+        }
+        // A process serving several shards registers a loop in each, each with the
+        // process's whole `-j`: one row.
+        for l in part {
+            let d = &l.description;
+            let same = |a: &Listed| {
+                let e = &a.description;
+                (&e.kind, &e.host, e.pid) == (&d.kind, &d.host, d.pid)
+            };
+            if !listed.iter().any(same) {
+                listed.push(l);
+            }
+        }
+    }
+    listed.sort_by(|a, b| {
+        let (a, b) = (&a.description, &b.description);
+        (&a.kind, &a.host, a.pid, &a.id).cmp(&(&b.kind, &b.host, b.pid, &b.id))
+    });
+    Ok(Processes {
+        listed,
+        python_seen,
+    })
+}
 
 /// How `redbike ps` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

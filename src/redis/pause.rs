@@ -2,9 +2,10 @@
 //! `check`, `stats` and `top`; here, below the operator commands, because the store
 //! reads it too.
 
+use redis::{Commands, RedisResult};
 use serde::{Deserialize, Serialize};
 
-use crate::schedule::timestamp;
+use crate::{redis::store::Store, schedule::timestamp};
 
 /// A pause, as stored (JSON) in `P-paused` and `P-paused-queues`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,4 +45,32 @@ impl Pause {
         pause.since_utc = (pause.since > 0).then(|| timestamp::iso_utc(pause.since));
         pause
     }
+}
+
+/// A job's schedule and whether it is paused, read together (`resume` reads them before
+/// it decides where the job goes).
+pub fn schedule_and_paused(store: &mut Store<'_>, id: &str) -> RedisResult<(Option<String>, bool)> {
+    let k = store.keys;
+    redis::pipe()
+        .hget(&k.schedules, id)
+        .hexists(&k.paused, id)
+        .query(store.con)
+}
+
+/// Pauses `queue` (stores `pause` in `P-paused-queues`); false when it was paused
+/// already (nothing changed).
+pub fn pause_queue(store: &mut Store<'_>, queue: &str, pause: &Pause) -> RedisResult<bool> {
+    store
+        .con
+        .hset_nx(&store.keys.paused_queues, queue, pause.to_json())
+}
+
+/// Ends the pause of `queue` and wakes its idle workers; false when it was not paused
+/// (nothing changed).
+pub fn resume_queue(store: &mut Store<'_>, queue: &str) -> RedisResult<bool> {
+    let (removed, _): (i64, i64) = redis::pipe()
+        .hdel(&store.keys.paused_queues, queue)
+        .publish(store.keys.queue_wake(queue), 1)
+        .query(store.con)?;
+    Ok(removed == 1)
 }

@@ -222,6 +222,14 @@ impl Peers {
     }
 }
 
+/// What `P-python-seen` says of the Python process last seen on `store`'s prefix
+/// (`None`: none seen lately).
+pub fn python_seen(store: &mut crate::redis::store::Store<'_>) -> RedisResult<Option<String>> {
+    redis::cmd("GET")
+        .arg(&store.keys.python_seen)
+        .query(store.con)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

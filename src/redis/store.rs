@@ -72,15 +72,30 @@ impl PlaceItem {
 }
 
 impl Placed {
-    fn from_reply(reply: &str) -> Placed {
-        match reply {
-            "enqueued" => Placed::Enqueued,
-            "queued" => Placed::AlreadyQueued,
-            "running" => Placed::Running,
-            "timeline" => Placed::Timeline,
-            "paused" => Placed::Paused,
-            _ => Placed::Stopped,
+    /// The word the scripts answer for it (`place` in common.lua, place.lua's `paused`).
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Placed::Enqueued => "enqueued",
+            Placed::AlreadyQueued => "queued",
+            Placed::Running => "running",
+            Placed::Timeline => "timeline",
+            Placed::Stopped => "stopped",
+            Placed::Paused => "paused",
         }
+    }
+
+    /// The placement a script answered.
+    pub(crate) fn from_reply(reply: &str) -> Option<Placed> {
+        [
+            Placed::Enqueued,
+            Placed::AlreadyQueued,
+            Placed::Running,
+            Placed::Timeline,
+            Placed::Stopped,
+            Placed::Paused,
+        ]
+        .into_iter()
+        .find(|p| p.word() == reply)
     }
 }
 
@@ -259,7 +274,7 @@ impl Store<'_> {
             .arg(&item.stored_if_running)
             .arg(&item.stored_if_paused);
         let reply: String = inv.invoke(self.con)?;
-        Ok(Placed::from_reply(&reply))
+        Ok(Placed::from_reply(&reply).ok_or_else(|| scripts::unexpected("place.lua", &reply))?)
     }
 
     /// Places many jobs, [`PLACE_BATCH`] per Lua call; each job is placed atomically

@@ -23,7 +23,7 @@ use crate::{
     redis::registry::{self, Registration},
     redis::scripts::{
         self,
-        worker::{self as worker_scripts, Claim, Finished, Release},
+        worker::{self as worker_scripts, Claim, FinishReply, Finished, Release},
     },
     schedule::timestamp,
     shutdown::Shutdown,
@@ -1038,32 +1038,28 @@ impl Loop {
         };
         for (mut f, reply) in outcomes.into_iter().zip(results) {
             match reply {
-                Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("changed") => {
+                Ok(FinishReply::Changed(current)) => {
                     // Someone set or unset the job while it ran: decide again.
-                    f.job.schedule = r.get(1).cloned().flatten();
+                    f.job.schedule = current;
                     self.outbox.pending.push(f);
                 }
-                Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("stale") => {
+                Ok(FinishReply::Stale) => {
                     crate::log_warn!(
                         "job {}: its lease is held by another worker; leaving it alone",
                         f.job.id
                     );
                 }
-                Ok(r) if r.first().and_then(|s| s.as_deref()) == Some("odd") => {
+                Ok(FinishReply::Odd(detail)) => {
                     // Its queue's keys hold other types: written again, it would fail
                     // again. Dropped (once, so one line): its index entry is no longer
                     // refreshed, and recovery puts the job back once the key is fixed.
                     crate::log_warn!(
                         "job {}: cannot record its outcome: {}; the outcome is dropped: recovery puts the job back once the key is fixed",
                         f.job.id,
-                        odd_detail(r.get(1).cloned().flatten())
+                        odd_detail(detail)
                     );
                 }
-                Ok(r) => crate::log_debug!(
-                    "job {} recorded: {}",
-                    f.job.id,
-                    r.first().cloned().flatten().unwrap_or_default()
-                ),
+                Ok(r) => crate::log_debug!("job {} recorded: {}", f.job.id, r.word()),
                 Err(e) => {
                     crate::log_debug!("job {}: cannot record its outcome: {e}", f.job.id);
                     error.get_or_insert(e);

@@ -14,7 +14,8 @@
 //! lists while the loop is idle (`filing`).
 //! A worker serving several shards runs a loop per shard; run permits shared among
 //! them (`permits`) keep its jobs running at once within `-j`.
-//! What becomes of a job after its run is `policy.rs`'s to decide.
+//! What becomes of a job after its run is `policy.rs`'s to decide. How a worker starts
+//! (its flags over the configuration, a loop per shard) is `launch`.
 
 mod api;
 mod claim;
@@ -22,6 +23,7 @@ pub mod death;
 mod event_loop;
 mod filing;
 mod guard;
+pub mod launch;
 pub mod output;
 mod permits;
 mod pool;

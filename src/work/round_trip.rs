@@ -6,7 +6,10 @@ use std::time::Instant;
 
 use redis::Value;
 
-use crate::work::pool::{Ended, Ready};
+use crate::{
+    redis::scripts::worker::FinishReply,
+    work::pool::{Ended, Ready},
+};
 
 /// Round trips sent before the first is read (see `Loop::send_and_receive`): two keep both the
 /// loop and Redis busy; more would only split the same jobs into smaller batches.
@@ -69,8 +72,8 @@ pub(super) struct RoundTrip {
     pub replies: usize,
 }
 
-/// finish.lua's reply for one outcome: its result words, or why there is none.
-pub(super) type FinishResult = redis::RedisResult<Vec<Option<String>>>;
+/// finish.lua's reply for one outcome, or why there is none.
+pub(super) type FinishResult = redis::RedisResult<FinishReply>;
 
 /// The replies for each of `n` outcomes from finish.lua's one reply: always `n` of
 /// them, an error for each outcome the reply does not answer (it is written again);
@@ -89,7 +92,11 @@ pub(super) fn finish_results(
                 .and_then(|v| redis::from_redis_value::<u64>(v).ok());
             let results = items
                 .into_iter()
-                .map(|v| redis::from_redis_value(v).map_err(Into::into))
+                .map(|v| {
+                    redis::from_redis_value::<Vec<Option<String>>>(v)
+                        .map_err(Into::into)
+                        .and_then(|words| FinishReply::parse(&words))
+                })
                 .collect();
             (results, unfiled)
         }

@@ -33,8 +33,8 @@
 --       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
 --       other), the run's start on Redis's clock (from claim.lua; "" = unknown)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
---       the minute of now (unix seconds / 60), "1" to write entries to their jobs'
---       lists at once (else to the unfiled runs)
+--       the minute of now (unix seconds / 60), whether to write entries to their
+--       jobs' lists at once, else to the unfiled runs (flag: "1" or "0")
 -- Returns one reply per job, then the length of the unfiled runs (0 when this call
 -- wrote none): {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), {"stale"} when

@@ -13,9 +13,10 @@
 //! | dispatch | `dispatch::dispatcher::pass_with` |
 //! | sweep | `dispatch::recovery::sweep` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
-//! | run, pause, resume | `run_job`, `pause_job`, `resume_job` (`operator/control.rs`) |
+//! | run, pause, resume | `run`, `pause`, `resume` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
 
+pub(crate) mod control;
 pub(crate) mod recovery;
 pub(crate) mod skip;
 pub(crate) mod worker;
@@ -23,6 +24,25 @@ pub(crate) mod worker;
 use std::sync::LazyLock;
 
 use redis::Script;
+
+/// A yes/no argument of a script, as every script reads one (`== "1"`).
+pub(crate) fn flag(yes: bool) -> &'static str {
+    if yes {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+/// The error of a script that answered a word its typed function does not know (a
+/// script and its caller out of step: a bug).
+pub(crate) fn unexpected(script: &str, word: &str) -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "unexpected script reply",
+        format!("{script} answered {word:?}"),
+    ))
+}
 
 macro_rules! script {
     ($file:literal) => {

@@ -7,10 +7,10 @@ use redis::{Connection, RedisResult};
 
 use crate::{
     jobid::queue_of,
-    policy::{decide_recovery, Decision, Policy},
+    policy::{decide_recovery, Decision, Mode, Policy},
     redis::keys::Keys,
     redis::scripts,
-    redis::store::Store,
+    redis::store::{Placed, Store},
 };
 
 /// Why a job is thought lost (recover.lua re-checks it).
@@ -49,13 +49,64 @@ pub(crate) struct Recover<'a> {
     pub history_limit: u64,
 }
 
-/// Calls recover.lua; its reply is `{result}`, `{"changed", schedule}`, `{"alive"}` or
-/// `{"fine"}`.
+/// What recover.lua did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RecoverReply {
+    /// Its worker is alive (its lease, or its entry in the running index, is current):
+    /// nothing to do.
+    Alive,
+    /// It is in circulation already: nothing to do.
+    Fine,
+    /// Its schedule is no longer the one decided from: decide again from this one
+    /// (`None`: it has none).
+    Changed(Option<String>),
+    /// It is paused: it stays out of circulation (status PAU).
+    Paused,
+    /// It was unset while it ran: nothing to put back.
+    Unset,
+    /// Its schedule cannot be read: marked BAD.
+    Bad,
+    /// Put back.
+    Placed(Placed),
+}
+
+impl RecoverReply {
+    fn parse(reply: &[Option<String>]) -> RedisResult<RecoverReply> {
+        let word = reply.first().cloned().flatten().unwrap_or_default();
+        Ok(match word.as_str() {
+            "alive" => RecoverReply::Alive,
+            "fine" => RecoverReply::Fine,
+            "changed" => RecoverReply::Changed(reply.get(1).cloned().flatten()),
+            "paused" => RecoverReply::Paused,
+            "unset" => RecoverReply::Unset,
+            "bad" => RecoverReply::Bad,
+            placed => RecoverReply::Placed(
+                Placed::from_reply(placed)
+                    .ok_or_else(|| scripts::unexpected("recover.lua", placed))?,
+            ),
+        })
+    }
+
+    /// What was done to a recovered job, for the log.
+    fn word(&self) -> &'static str {
+        match self {
+            RecoverReply::Alive => "alive",
+            RecoverReply::Fine => "fine",
+            RecoverReply::Changed(_) => "changed",
+            RecoverReply::Paused => "paused",
+            RecoverReply::Unset => "unset",
+            RecoverReply::Bad => "bad",
+            RecoverReply::Placed(placed) => placed.word(),
+        }
+    }
+}
+
+/// Calls recover.lua.
 pub(crate) fn recover(
     con: &mut Connection,
     keys: &Keys,
     r: &Recover<'_>,
-) -> RedisResult<Vec<Option<String>>> {
+) -> RedisResult<RecoverReply> {
     let (action, due) = r.decision.mode.recover_wire();
     let mut inv = scripts::RECOVER.prepare_invoke();
     for key in keys.job_keys(r.jobid) {
@@ -69,7 +120,7 @@ pub(crate) fn recover(
         .key(&keys.due)
         .key(&keys.paused)
         .key(&keys.rerun);
-    let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, action));
+    let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, r.decision.mode));
     inv.arg(r.jobid)
         .arg(r.lost.wire())
         .arg(r.schedule.unwrap_or("\0"))
@@ -83,17 +134,18 @@ pub(crate) fn recover(
         .arg(r.history_limit)
         .arg(crate::history::RECENT_RUNS)
         .arg(crate::history::RECENT_FAILURES);
-    inv.invoke(con)
+    let reply: Vec<Option<String>> = inv.invoke(con)?;
+    RecoverReply::parse(&reply)
 }
 
 /// The history entry of a recovery; `bad` when the job's schedule cannot be read, so
 /// it is marked BAD instead of put back. A job unset while it ran gets this entry in
 /// the recent runs only (recover.lua drops its history).
-fn recovery_entry(id: &str, lost: Lost, action: &str) -> String {
+fn recovery_entry(id: &str, lost: Lost, mode: Mode) -> String {
     use crate::history::{Entry, Outcome};
     let now = crate::schedule::timestamp::now_precise();
-    let (outcome, detail) = match action {
-        "bad" => (Outcome::Bad, "its schedule cannot be read"),
+    let (outcome, detail) = match mode {
+        Mode::Bad => (Outcome::Bad, "its schedule cannot be read"),
         _ if lost == Lost::Index => (
             Outcome::Recovered,
             "its worker stopped refreshing its lease",
@@ -130,26 +182,25 @@ pub(crate) fn recover_job(
             now,
             history_limit,
         };
-        let reply = recover(store.con, store.keys, &call)?;
-        match reply.first().cloned().flatten().as_deref() {
-            Some("changed") => schedule = reply.get(1).cloned().flatten(),
-            Some("alive") | Some("fine") => return Ok(false),
-            Some("paused") => {
+        match recover(store.con, store.keys, &call)? {
+            RecoverReply::Changed(current) => schedule = current,
+            RecoverReply::Alive | RecoverReply::Fine => return Ok(false),
+            RecoverReply::Paused => {
                 crate::log_warn!(
                     "job {id}: its run was lost (its worker vanished); it is paused, so it stays out of circulation (status PAU)"
                 );
                 return Ok(true);
             }
-            Some(result) => {
+            result @ (RecoverReply::Unset | RecoverReply::Bad | RecoverReply::Placed(_)) => {
                 let why = if lost == Lost::Index {
                     "its worker stopped refreshing its lease"
                 } else {
                     "it was out of circulation"
                 };
+                let result = result.word();
                 crate::log_warn!("recovered job {id}: {why}; {result} (status REC)");
                 return Ok(true);
             }
-            None => return Ok(false),
         }
     }
     Ok(false)

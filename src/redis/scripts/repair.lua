@@ -1,14 +1,14 @@
--- repair: one fix of `redbike check --repair`, or with "dry" only whether its condition
+-- repair: one fix of `redbike check --repair`, or dry-run only whether its condition
 -- still holds (check confirms each finding this way: a SCAN walk is not a snapshot).
 -- Each op re-checks its condition, so it is idempotent and safe while dispatchers and
 -- workers run; the schedule hash is the source of truth.
 -- KEYS: schedules, statuses, timeline, queue list, members set, lease, failures, paused,
 --       rerun
--- ARGV: op, jobid, expected schedule (unparsable-schedule), now, "dry" or ""
+-- ARGV: op, jobid, expected schedule (unparsable-schedule), now, dry run (flag: "1" or "0")
 -- Returns 1 when the condition held (and, unless dry, was fixed), else 0.
 local schedules, statuses, timeline, queue, members, lease, failures, paused, rerun =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local op, jobid, dry = ARGV[1], ARGV[2], ARGV[5] == "dry"
+local op, jobid, dry = ARGV[1], ARGV[2], ARGV[5] == "1"
 local bad = wrong_type({schedules, "hash", statuses, "hash", timeline, "zset", queue, "list",
   members, "set", lease, "string", failures, "hash", paused, "hash", rerun, "hash"})
 if bad then

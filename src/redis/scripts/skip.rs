@@ -31,9 +31,18 @@ pub(crate) struct Skip<'a> {
     pub history_limit: u64,
 }
 
-/// Calls skip.lua; whether the job was skipped (`false`: it changed since it was read,
-/// and a `set` or another dispatcher wins).
-pub(crate) fn skip(con: &mut Connection, keys: &Keys, s: &Skip<'_>) -> RedisResult<bool> {
+/// What skip.lua did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SkipReply {
+    /// The occurrence was skipped.
+    Skipped,
+    /// The job changed since it was read (a `set` or another dispatcher wins); nothing
+    /// was written.
+    Changed,
+}
+
+/// Calls skip.lua.
+pub(crate) fn skip(con: &mut Connection, keys: &Keys, s: &Skip<'_>) -> RedisResult<SkipReply> {
     let (action, at) = s.next_run.map_or(Action::Stop, Action::Timeline).wire();
     let reply: String = scripts::SKIP
         .key(&keys.timeline)
@@ -55,5 +64,9 @@ pub(crate) fn skip(con: &mut Connection, keys: &Keys, s: &Skip<'_>) -> RedisResu
         .arg(RECENT_RUNS)
         .arg(RECENT_FAILURES)
         .invoke(con)?;
-    Ok(reply == "skipped")
+    match reply.as_str() {
+        "skipped" => Ok(SkipReply::Skipped),
+        "changed" => Ok(SkipReply::Changed),
+        _ => Err(super::unexpected("skip.lua", &reply)),
+    }
 }

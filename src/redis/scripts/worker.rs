@@ -3,9 +3,11 @@
 //! call to a [`Pipeline`]; the KEYS and ARGV of each are built here only (their order
 //! is the header comment of the `.lua` file).
 
-use redis::Pipeline;
+use redis::{Pipeline, RedisResult};
 
-use crate::{jobid::queue_of, policy::Decision, redis::keys::Keys, redis::scripts};
+use crate::{
+    jobid::queue_of, policy::Decision, redis::keys::Keys, redis::scripts, redis::store::Placed,
+};
 
 /// One claim.lua call: pop and lease jobs along the queue cycle.
 pub(crate) struct Claim<'a> {
@@ -49,7 +51,7 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
         .arg(c.cursor)
         .arg(c.order)
         .arg(c.recover_after)
-        .arg(if c.history { "1" } else { "0" });
+        .arg(scripts::flag(c.history));
     for ttl in c.ttls {
         inv.arg(*ttl);
     }
@@ -175,6 +177,59 @@ pub(crate) fn add_finish<'a>(
         .arg(crate::history::RECENT_RUNS)
         .arg(crate::history::RECENT_FAILURES)
         .arg(now.div_euclid(60))
-        .arg(if direct { "1" } else { "" });
+        .arg(scripts::flag(direct));
     pipe.invoke_script(&inv);
+}
+
+/// finish.lua's answer for one outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum FinishReply {
+    /// Another worker holds the job: nothing was written.
+    Stale,
+    /// Its schedule is not the one decided from: decide again from this one (`None`:
+    /// it has none).
+    Changed(Option<String>),
+    /// Its queue's keys hold other types: nothing was written; the error says which.
+    Odd(Option<String>),
+    /// Unset.
+    Unset,
+    /// Held after a failure (`on-failure = "hold"`).
+    Held,
+    /// Marked BAD (its schedule cannot be read).
+    Bad,
+    /// Placed per its schedule (or paused, or stopped).
+    Placed(Placed),
+}
+
+impl FinishReply {
+    /// Parses the words of one outcome's reply.
+    pub fn parse(reply: &[Option<String>]) -> RedisResult<FinishReply> {
+        let word = reply.first().cloned().flatten().unwrap_or_default();
+        let second = || reply.get(1).cloned().flatten();
+        Ok(match word.as_str() {
+            "stale" => FinishReply::Stale,
+            "changed" => FinishReply::Changed(second()),
+            "odd" => FinishReply::Odd(second()),
+            "unset" => FinishReply::Unset,
+            "held" => FinishReply::Held,
+            "bad" => FinishReply::Bad,
+            placed => FinishReply::Placed(
+                Placed::from_reply(placed)
+                    .ok_or_else(|| scripts::unexpected("finish.lua", placed))?,
+            ),
+        })
+    }
+
+    /// The word of a recorded outcome, for the log.
+    pub fn word(&self) -> &'static str {
+        match self {
+            FinishReply::Stale => "stale",
+            FinishReply::Changed(_) => "changed",
+            FinishReply::Odd(_) => "odd",
+            FinishReply::Unset => "unset",
+            FinishReply::Held => "held",
+            FinishReply::Bad => "bad",
+            FinishReply::Placed(placed) => placed.word(),
+        }
+    }
 }
