@@ -6,8 +6,13 @@
 //!
 //! # Layout
 //!
-//! - `cli/`: the clap definitions and one function per subcommand (`cli/mod.rs`); the
-//!   long help texts the man pages are made from (`cli/help.rs`).
+//! - `cli/`: the command line, which only parses arguments and prints what the layers
+//!   below return: the clap definitions (`args.rs`); one function per subcommand,
+//!   grouped by what they do: jobs (`jobs.rs`: set, unset, run, pause, resume, tell,
+//!   holds-lease, history, next, load), processes (`processes.rs`: dispatch, work,
+//!   control, ping) and reports (`reports.rs`: statuses, schedules, check, stats, ps,
+//!   top); running the command line, usage errors and exit codes (`mod.rs`); the long
+//!   help texts the man pages are made from (`help.rs`).
 //! - `redis/`: reaching Redis. The settings of `[redbike-redis]`, the Redis URL and
 //!   password masking in `settings.rs`; the topology (standalone, Sentinel, Cluster) in
 //!   `topology.rs`, derived once when the configuration is loaded and carried in
@@ -16,20 +21,25 @@
 //!   connecting in `store.rs` (`connect`, `reach`, `with_store`), with retries and
 //!   backoff in `retry.rs`; the connection a long-running loop keeps, and reconnects
 //!   after a failover, in `link.rs`; pub/sub wake-ups and Sentinel switches in
-//!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`,
+//!   `listener.rs`; the key names in `keys.rs`; schedules and placements in `store.rs`
+//!   (`Placed`, with the words the scripts answer for a placement),
 //!   and many at once (`load`, `dispatch --schedules`) in `bulk.rs`; the Redis settings
 //!   that lose jobs in `hazards.rs`; the registry of live dispatchers and workers
 //!   (registration, heartbeats, listing) in `registry.rs`; whether Python peers share
 //!   the prefix, and so how often idle processes look for work, in `peers.rs`; reading
 //!   run history (`redbike history`, `tell`, `stats`) in `history.rs`; everything
-//!   `tell` shows of one job in `tell.rs`; a pause as `redbike pause` stores it in
-//!   `pause.rs`; the number of shards a prefix records (`shards.lua`) in `shards.rs`.
+//!   `tell` shows of one job in `tell.rs`; pauses of jobs and queues as stored
+//!   (`pause.rs`); the number of shards a prefix records (`shards.lua`) in `shards.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
 //!   them. The typed functions that build the arguments of the worker's scripts
 //!   (`claim.lua`, `refresh.lua`, `release.lua`, `finish.lua`) are in `worker.rs`, and
 //!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
-//!   `recovery.rs`, of `skip.lua` in `skip.rs`. The other scripts are called from one
+//!   `recovery.rs`, of `skip.lua` in `skip.rs`, of `run.lua`, `pause.lua` and
+//!   `resume.lua` in `control.rs`. Each typed function parses the words its script
+//!   answers into an enum (`FinishReply`, `RecoverReply`, `SkipReply`, `RunReply`,
+//!   ...), which callers match; a yes/no argument is `flag` (`"1"`/`"0"`) in every
+//!   script. The other scripts are called from one
 //!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua`
@@ -42,7 +52,8 @@
 //!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
 //!   (`recovery.rs`), the timefile (`timefile.rs`).
 //! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
-//!   with `FnRunner`, `Settings`); the event loop in `event_loop.rs` (`run` and `Loop`);
+//!   with `FnRunner`, `Settings`); how a worker starts, its flags merged over the
+//!   configuration and a loop per shard served (`launch.rs`); the event loop in `event_loop.rs` (`run` and `Loop`);
 //!   the round trips in flight and the outcomes still to write (`round_trip.rs`); the
 //!   claim logic, the queue cycle and claim sizing as pure functions (`claim.rs`, with
 //!   `claim.lua`); the slot threads (`slots.rs`) and the claimed jobs they share with the
@@ -57,13 +68,14 @@
 //! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
 //!   it in (`Action`, `Mode`); the worker, recovery and `check` decide there.
-//! - `operator/`: commands that read or repair a prefix: `check.rs`, `backup.rs`
-//!   (`schedules`), `loader.rs` (`load`, `dispatch --schedules`), `ping.rs`, `ps.rs`
-//!   (the table, CSV and JSON of `redbike ps`), `run`, `pause` and `resume` of a job or
-//!   a queue (`control.rs`), and CSV reading and writing (`csvio.rs`); `stats/` is
-//!   `redbike stats`: the figures as plain data (`stats/figures.rs`), read from Redis
-//!   (`stats/read.rs`), and one file per rendering (`stats/text.rs`, `stats/json.rs`,
-//!   `stats/prometheus.rs`).
+//! - `operator/`: commands that read or repair a prefix, over all its shards, returning
+//!   data the command line prints: `check.rs`, `statuses.rs`, `history.rs`
+//!   (`redbike history`), `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch
+//!   --schedules`), `ping.rs`, `ps.rs` (the processes, and the table, CSV and JSON of
+//!   `redbike ps`), `control.rs` (`control`, `run`, `pause`, `resume` of a job or a
+//!   queue), and CSV reading and writing (`csvio.rs`); `stats/` is `redbike stats`: the
+//!   figures as plain data (`stats/figures.rs`), read from Redis (`stats/read.rs`), and
+//!   one file per rendering (`stats/text.rs`, `stats/json.rs`, `stats/prometheus.rs`).
 //! - `top/`: `redbike top`, the live view: reading a snapshot of a prefix
 //!   (`snapshot.rs`), the view's state and keys (`app.rs`), drawing it (`render.rs`),
 //!   the terminal and the reader thread (`mod.rs`). Its `r`, `p` and `u` keys act
