@@ -233,6 +233,14 @@ mod tests {
     }
 
     #[test]
+    fn control_signals() {
+        assert_eq!(Signal::parse(" halt ").unwrap(), Signal::Halt);
+        assert_eq!(Signal::parse("Resume").unwrap(), Signal::Resume);
+        let e = Signal::parse("stop").unwrap_err().to_string();
+        assert!(e.contains("\"STOP\""), "{e}");
+    }
+
+    #[test]
     fn queue_names() {
         assert!(validate_queue("A").is_ok());
         for bad in ["", "a:b", " A", "A-members", "A-A", "x\ny"] {

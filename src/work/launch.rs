@@ -119,7 +119,7 @@ pub fn plan(config: &Config, overrides: Overrides) -> Result<Vec<Loop>> {
     let mut queue_output_limits = w.queue_output_limits.clone();
     for limits in std::iter::once(&mut output_limits).chain(queue_output_limits.values_mut()) {
         if let Some(n) = overrides.output_line_bytes {
-            // Within limits::OUTPUT_LINE_BYTES (clap checked), so it fits a usize.
+            // Within limits::OUTPUT_LINE_BYTES (its parser checked), so it fits a usize.
             limits.line_bytes = n as usize;
         }
         limits.log_lines = overrides.output_log_lines.unwrap_or(limits.log_lines);

@@ -205,3 +205,30 @@ pub(crate) fn recover_job(
     }
     Ok(false)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recover_replies_parse_into_their_enum() {
+        let parse = |w: &[&str]| {
+            RecoverReply::parse(&w.iter().map(|s| Some(s.to_string())).collect::<Vec<_>>())
+        };
+        assert_eq!(parse(&["alive"]).unwrap(), RecoverReply::Alive);
+        assert_eq!(parse(&["fine"]).unwrap(), RecoverReply::Fine);
+        assert_eq!(
+            parse(&["changed", "NOW"]).unwrap(),
+            RecoverReply::Changed(Some("NOW".into()))
+        );
+        assert_eq!(parse(&["changed"]).unwrap(), RecoverReply::Changed(None));
+        assert_eq!(parse(&["paused"]).unwrap(), RecoverReply::Paused);
+        assert_eq!(parse(&["unset"]).unwrap().word(), "unset");
+        assert_eq!(parse(&["bad"]).unwrap().word(), "bad");
+        assert_eq!(
+            parse(&["timeline"]).unwrap(),
+            RecoverReply::Placed(Placed::Timeline)
+        );
+        assert!(parse(&["later"]).is_err());
+    }
+}

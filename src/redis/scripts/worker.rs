@@ -233,3 +233,37 @@ impl FinishReply {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(w: &[&str]) -> Vec<Option<String>> {
+        w.iter().map(|s| Some(s.to_string())).collect()
+    }
+
+    #[test]
+    fn finish_replies_parse_into_their_enum_and_back() {
+        assert_eq!(
+            FinishReply::parse(&words(&["changed", "AT:5"])).unwrap(),
+            FinishReply::Changed(Some("AT:5".into()))
+        );
+        assert_eq!(
+            FinishReply::parse(&[Some("changed".into()), None]).unwrap(),
+            FinishReply::Changed(None)
+        );
+        assert_eq!(
+            FinishReply::parse(&words(&["odd", "WRONGTYPE x"])).unwrap(),
+            FinishReply::Odd(Some("WRONGTYPE x".into()))
+        );
+        for word in [
+            "stale", "unset", "held", "bad", "paused", "stopped", "enqueued", "queued", "running",
+            "timeline",
+        ] {
+            let reply = FinishReply::parse(&words(&[word])).unwrap();
+            assert_eq!(reply.word(), word);
+        }
+        assert!(FinishReply::parse(&words(&["later"])).is_err());
+        assert!(FinishReply::parse(&[]).is_err());
+    }
+}
