@@ -65,12 +65,8 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 }
 
 pub(super) fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
-    jobid::validate_placeable(id)?;
     let shown = crate::terminal::id(id);
-    let config = &shard::checked_for_job(config, id)?;
-    let report = with_store(&config.redis, |store| {
-        control::run_job(store, id, timestamp::now())
-    })?;
+    let report = control::run(config, id, timestamp::now())?;
     let stays = if report.paused {
         "; it stays paused"
     } else {
@@ -91,9 +87,6 @@ pub(super) fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The longest `--note` accepted, in bytes.
-const MAX_NOTE_BYTES: usize = 1024;
-
 pub(super) fn cmd_pause(
     config: &Config,
     id: Option<&str>,
@@ -101,22 +94,10 @@ pub(super) fn cmd_pause(
     note: Option<&str>,
 ) -> Result<ExitCode> {
     let note = note.unwrap_or_default();
-    if note.len() > MAX_NOTE_BYTES {
-        return Err(Error::Input(format!(
-            "--note is {} bytes long; the limit is {MAX_NOTE_BYTES}",
-            note.len()
-        )));
-    }
     let now = timestamp::now();
     if let Some(q) = queue {
-        control::validate_queue(q)?;
+        let added = control::pause_queue_everywhere(config, q, note, now)?;
         let shown_q = crate::terminal::id(q);
-        let mut added = false;
-        for config in shard::checked_all(config)? {
-            added |= with_store(&config.redis, |store| {
-                control::pause_queue(store, q, note, now)
-            })?;
-        }
         print_line(&if added {
             format!("queue {shown_q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
         } else {
@@ -126,12 +107,8 @@ pub(super) fn cmd_pause(
     }
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
-    jobid::validate_stored(id)?;
+    let paused = control::pause(config, id, note, now)?;
     let shown = crate::terminal::id(id);
-    let config = &shard::checked_for_job(config, id)?;
-    let paused = with_store(&config.redis, |store| {
-        control::pause_job(store, id, note, now)
-    })?;
     print_line(&match paused {
         control::Paused::Paused => {
             format!("{shown}: paused; its schedule is kept (`redbike resume {shown}` places it)")
@@ -150,12 +127,8 @@ pub(super) fn cmd_resume(
     queue: Option<&str>,
 ) -> Result<ExitCode> {
     if let Some(q) = queue {
-        control::validate_queue(q)?;
+        let removed = control::resume_queue_everywhere(config, q)?;
         let shown_q = crate::terminal::id(q);
-        let mut removed = false;
-        for config in shard::checked_all(config)? {
-            removed |= with_store(&config.redis, |store| control::resume_queue(store, q))?;
-        }
         print_line(&if removed {
             format!("queue {shown_q}: resumed; its workers claim from it again")
         } else {
@@ -165,12 +138,8 @@ pub(super) fn cmd_resume(
     }
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
-    jobid::validate_placeable(id)?;
+    let resumed = control::resume(config, id, timestamp::now())?;
     let shown = crate::terminal::id(id);
-    let config = &shard::checked_for_job(config, id)?;
-    let resumed = with_store(&config.redis, |store| {
-        control::resume_job(store, config, id, timestamp::now())
-    })?;
     print_line(&match resumed {
         control::Resumed::NotPaused => format!("{shown}: not paused; nothing changed"),
         control::Resumed::RunAsked => format!(

@@ -6,7 +6,7 @@
 use crate::{
     config::Config,
     error::{Error, Result},
-    jitter,
+    jitter, jobid,
     redis::pause,
     redis::scripts::control::{self, PauseReply, ResumeReply, RunReply},
     redis::store::{with_store, PlaceItem, Placed, Store},
@@ -133,6 +133,64 @@ fn check_control_keys(store: &mut Store<'_>) -> Result<()> {
         (k.rerun.clone(), "hash"),
     ];
     store.check_types(&keys)
+}
+
+/// The longest `--note` accepted, in bytes.
+pub const MAX_NOTE_BYTES: usize = 1024;
+
+fn check_note(note: &str) -> Result<()> {
+    if note.len() > MAX_NOTE_BYTES {
+        return Err(Error::Input(format!(
+            "--note is {} bytes long; the limit is {MAX_NOTE_BYTES}",
+            note.len()
+        )));
+    }
+    Ok(())
+}
+
+/// [`run_job`] on `config`'s prefix, in the job's shard.
+pub fn run(config: &Config, id: &str, now: i64) -> Result<RunReport> {
+    jobid::validate_placeable(id)?;
+    let config = &shard::checked_for_job(config, id)?;
+    with_store(&config.redis, |store| run_job(store, id, now))
+}
+
+/// [`pause_job`] on `config`'s prefix, in the job's shard.
+pub fn pause(config: &Config, id: &str, note: &str, now: i64) -> Result<Paused> {
+    check_note(note)?;
+    jobid::validate_stored(id)?;
+    let config = &shard::checked_for_job(config, id)?;
+    with_store(&config.redis, |store| pause_job(store, id, note, now))
+}
+
+/// [`resume_job`] on `config`'s prefix, in the job's shard.
+pub fn resume(config: &Config, id: &str, now: i64) -> Result<Resumed> {
+    jobid::validate_placeable(id)?;
+    let config = &shard::checked_for_job(config, id)?;
+    with_store(&config.redis, |store| resume_job(store, config, id, now))
+}
+
+/// [`pause_queue`] in every shard of `config`'s prefix; false when it was paused in
+/// all of them already.
+pub fn pause_queue_everywhere(config: &Config, queue: &str, note: &str, now: i64) -> Result<bool> {
+    check_note(note)?;
+    validate_queue(queue)?;
+    let mut added = false;
+    for config in shard::checked_all(config)? {
+        added |= with_store(&config.redis, |store| pause_queue(store, queue, note, now))?;
+    }
+    Ok(added)
+}
+
+/// [`resume_queue`] in every shard of `config`'s prefix; false when it was paused in
+/// none of them.
+pub fn resume_queue_everywhere(config: &Config, queue: &str) -> Result<bool> {
+    validate_queue(queue)?;
+    let mut removed = false;
+    for config in shard::checked_all(config)? {
+        removed |= with_store(&config.redis, |store| resume_queue(store, queue))?;
+    }
+    Ok(removed)
 }
 
 /// `redbike run JOBID`: runs the job once as soon as a worker is free (run.lua).
