@@ -246,7 +246,11 @@ fn changelog_names_nothing_internal() {
         .filter(|(_, line)| internal.iter().any(|w| line.to_lowercase().contains(w)))
         .map(|(n, line)| format!("CHANGELOG.md:{n}: {line}"))
         .collect();
-    assert!(found.is_empty(), "internal references:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "internal references:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
