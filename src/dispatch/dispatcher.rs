@@ -21,7 +21,7 @@ use redis::{RedisResult, Value};
 use crate::{
     config::Config,
     dispatch::catchup,
-    dispatch::recovery::Recovery,
+    dispatch::lost_jobs::Recovery,
     dispatch::timefile,
     error::{Error, Result},
     redis::bulk,

@@ -4,9 +4,9 @@
 
 pub(crate) mod catchup;
 pub mod dispatcher;
-pub(crate) mod recovery;
+pub(crate) mod lost_jobs;
 pub(crate) mod timefile;
 
-/// The sweep's calls and pace, for the benchmark's scale series (the rest of recovery
+/// The sweep's calls and pace, for the benchmark's scale series (the rest of it
 /// is internal).
-pub use recovery::{sweep, SweepPace, SweepStep};
+pub use lost_jobs::{sweep, SweepPace, SweepStep};

@@ -30,6 +30,7 @@ use crate::{
     work::{
         api::{recover_after, Job, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
         claim::{self, full_tag, worker_tag, Claimed, Claims, Cycle},
+        events::Event,
         filing::Filing,
         pool::{Ended, Pool, Ready, State},
         round_trip::{finish_results, Outbox, RoundTrip, IN_FLIGHT},
@@ -44,26 +45,6 @@ const BATCH_FOR: Duration = Duration::from_millis(5);
 /// host): jobs an idle poll found count as queued without one (evidence of a Python
 /// peer, see [`crate::redis::peers`]) only once no wake-up came for this long.
 const ANNOUNCED_WITHIN: Duration = Duration::from_millis(500);
-/// What reaches the loop thread.
-pub(super) enum Event {
-    /// Jobs ended (see `Pool::end`); they wait in the pool until the next round trip.
-    Ended,
-    /// Few jobs are left ready (see `Pool::take`).
-    Low,
-    /// Work may be waiting (a wake-up message).
-    Wake,
-    /// The listener (re)subscribed: work may be waiting, and wake-ups arrive.
-    Subscribed,
-    /// The listener lost its subscription: wake-ups are lost until it subscribes again.
-    Lost,
-    /// A process of the prefix saw a Python peer (see [`crate::redis::peers`]).
-    Python,
-    /// The control key was set to HALT.
-    Halt,
-    /// A stop signal; the count of requests so far.
-    Signal(usize),
-}
-
 /// The message of a script's WRONGTYPE reply, without its code.
 fn odd_detail(message: Option<String>) -> String {
     let m = message.unwrap_or_else(|| "a key of another type".into());

@@ -21,6 +21,7 @@ mod api;
 mod claim;
 pub mod death;
 mod event_loop;
+mod events;
 mod filing;
 mod guard;
 pub mod launch;

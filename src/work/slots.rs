@@ -9,7 +9,7 @@ use std::{
 use crate::{
     error::{Error, Result},
     policy::Outcome,
-    work::{api::JobRunner, event_loop::Event, pool::Pool},
+    work::{api::JobRunner, events::Event, pool::Pool},
 };
 
 /// One thread per slot, each running the jobs it takes from the pool.

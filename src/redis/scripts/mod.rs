@@ -11,7 +11,7 @@
 //! | place, place_many, places, unset | `Store::place`, `Store::place_many`, `Store::places`, `Store::unset` (`redis/store.rs`) |
 //! | register | `Registration::register` (`redis/registry.rs`) |
 //! | dispatch | `dispatch::dispatcher::pass_with` |
-//! | sweep | `dispatch::recovery::sweep` |
+//! | sweep | `dispatch::lost_jobs::sweep` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume | `run`, `pause`, `resume` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |

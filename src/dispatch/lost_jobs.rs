@@ -1,4 +1,5 @@
-//! Recovery: no job falls out of circulation because its worker died.
+//! Lost jobs: no job falls out of circulation because its worker died (recovery of
+//! expired leases, and the sweep).
 //!
 //! Our workers keep each running job in the running index (`P-leases`) and push its
 //! recovery instant forward every second; a dispatcher recovers the jobs whose instant
