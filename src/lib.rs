@@ -53,15 +53,20 @@
 //!   (`lost_jobs.rs`: the expired leases and the sweep), the timefile (`timefile.rs`).
 //! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
 //!   with `FnRunner`, `Settings`); how a worker starts, its flags merged over the
-//!   configuration and a loop per shard served (`launch.rs`); the event loop in `event_loop.rs` (`run` and `Loop`);
-//!   the round trips in flight and the outcomes still to write (`round_trip.rs`); the
-//!   claim logic, the queue cycle and claim sizing as pure functions (`claim.rs`, with
-//!   `claim.lua`); the slot threads (`slots.rs`) and the claimed jobs they share with the
-//!   loop (`pool.rs`); the run permits that keep a worker of several shards within
-//!   `-j` (`permits.rs`); the command runner (`runner.rs`), spawning (`spawn.rs`), job
-//!   output (`output.rs`), the guard that stops jobs of a frozen worker (`guard.rs`) and
-//!   tells Redis of a dead one (`death.rs`), filing the run history while idle
-//!   (`filing.rs`).
+//!   configuration and a loop per shard served (`launch.rs`); the event loop in
+//!   `event_loop.rs` (`run` and `Loop`: when to send, wait and stop) and what reaches it
+//!   (`events.rs`: the events, the listener); the round trips in flight and the replies
+//!   each part takes back (`round_trip.rs`). The parts of a round trip, each owning its
+//!   state: the outcomes and hand-backs to write (`outbox.rs`, with `finish.lua` and
+//!   `release.lua`), the claims (`claims.rs`, with `claim.lua`), the poll and what rides
+//!   on it (`poll.rs`), the refresh of the running index (`refresh.rs`, with
+//!   `refresh.lua`). The queue cycle and claim sizing as pure functions (`claim.rs`); the
+//!   deadlines of running jobs (`deadlines.rs`); the slot threads (`slots.rs`) and the
+//!   claimed jobs they share with the loop (`pool.rs`); the run permits that keep a
+//!   worker of several shards within `-j` (`permits.rs`); the command runner
+//!   (`runner.rs`), spawning (`spawn.rs`), job output (`output.rs`), the guard that stops
+//!   jobs of a frozen worker (`guard.rs`) and tells Redis of a dead one (`death.rs`),
+//!   filing the run history while idle (`filing.rs`).
 //! - `history.rs`: run history, what an entry is (`Entry`, `Outcome`), its bounds, and
 //!   the figures made from entries; the scripts write entries, `redis/history.rs` reads
 //!   them.

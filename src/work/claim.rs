@@ -1,6 +1,7 @@
 //! Claiming: the queue cycle a claim walks (claim.lua), and how many jobs to claim,
 //! as pure functions of what the loop knows (no locks, no clock), so that they can be
-//! tested alone. The loop reads the pool and the clock and asks these.
+//! tested alone. The loop reads the pool and the clock and asks these; the claims'
+//! share of a round trip is `claims.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -12,43 +13,6 @@ const AHEAD_WORK: Duration = Duration::from_millis(50);
 /// Most jobs claimed ahead: one per slot, but at least this many, so that a `-j 1`
 /// worker of very short jobs gets several per round trip.
 pub(crate) const AHEAD_AT_MOST: usize = 32;
-
-/// What the loop keeps about claiming.
-pub(super) struct Claims {
-    /// The queue cycle.
-    pub cycle: Cycle,
-    /// Position in the cycle of the next claim.
-    pub cursor: usize,
-    /// Average run time of recent jobs (none yet: `None`).
-    pub run_time: Option<Duration>,
-    /// Whether a claim may find work (false after a claim came back short).
-    pub may_have_work: bool,
-    /// Claims whose replication was not confirmed (`wait-replicas`): run only if the
-    /// master that turns out to be the master holds their lease.
-    pub unconfirmed: Vec<Claimed>,
-    /// The queues the last claim skipped (their keys hold other types), as indexes
-    /// into the cycle's queues with why: logged when this changes.
-    pub skipped: Vec<(usize, String)>,
-}
-
-impl Claims {
-    /// Nothing claimed yet along `cycle`.
-    pub fn new(cycle: Cycle) -> Claims {
-        Claims {
-            cycle,
-            cursor: 0,
-            run_time: None,
-            may_have_work: true,
-            unconfirmed: Vec::new(),
-            skipped: Vec::new(),
-        }
-    }
-
-    /// Takes a run that lasted `ran` into the average run time.
-    pub fn ran(&mut self, ran: Duration) {
-        self.run_time = Some(average_run_time(self.run_time, ran));
-    }
-}
 
 /// A job claim.lua handed out.
 pub(super) struct Claimed {

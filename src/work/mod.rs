@@ -4,10 +4,12 @@
 //! One loop thread talks to Redis (`event_loop`); each of the `concurrency` slots has a
 //! thread (`slots`) that runs one job at a time through a [`JobRunner`], taking claimed
 //! jobs from a pool it shares with the loop (`pool`). The loop sends the outcomes of
-//! finished jobs and the next claim in one pipelined round trip (`round_trip`), with up
+//! finished jobs (`outbox`) and the next claim (`claims`), with the poll (`poll`) and
+//! the refresh of the running index (`refresh`) when due, in one pipelined round trip
+//! (`round_trip`: each part reads back its own replies), with up
 //! to two round trips in flight so that it prepares one while Redis runs the other,
 //! waits on a channel (jobs ended, wake-up from pub/sub, signal) while idle, and
-//! enforces timeouts. While jobs are short it claims a few ahead of its free slots
+//! enforces timeouts (`deadlines`). While jobs are short it claims a few ahead of its free slots
 //! (`claim`), so a slot starts its next job without waiting for Redis. Outcomes that
 //! cannot be written during a Redis outage are kept and written when Redis is back.
 //! The run history entries that outcomes leave unfiled are filed into their jobs'
@@ -19,15 +21,20 @@
 
 mod api;
 mod claim;
+mod claims;
+mod deadlines;
 pub mod death;
 mod event_loop;
 mod events;
 mod filing;
 mod guard;
 pub mod launch;
+mod outbox;
 pub mod output;
 mod permits;
+mod poll;
 mod pool;
+mod refresh;
 mod round_trip;
 pub mod runner;
 mod slots;
