@@ -41,16 +41,18 @@
 //!   ...), which callers match; a yes/no argument is `flag` (`"1"`/`"0"`) in every
 //!   script. The other scripts are called from one
 //!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
-//!   `redis/store.rs`; `dispatch.lua` in `dispatch/dispatcher.rs` (`pass`); `died.lua`
+//!   `redis/store.rs`; `dispatch.lua` in `dispatch/pass.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua`
 //!   in `dispatch/lost_jobs.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
 //!   `redis/registry.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
 //!   `pause.lua` and `resume.lua` in `operator/control.rs`; `shards.lua` in
 //!   `redis/shards.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
-//!   `dispatch/dispatcher.rs` (one `pass` moves due jobs into their queues); catch-up
-//!   after downtime (`catchup.rs`), recovery of jobs whose worker vanished
-//!   (`lost_jobs.rs`: the expired leases and the sweep), the timefile (`timefile.rs`).
+//!   `dispatch/dispatcher.rs`; one pass moves due jobs into their queues (`pass.rs`);
+//!   what it knows between passes, how long it sleeps and the wake-ups it hears
+//!   (`ahead.rs`); catch-up after downtime (`catchup.rs`), recovery of jobs whose
+//!   worker vanished (`lost_jobs.rs`: the expired leases and the sweep), the timefile
+//!   (`timefile.rs`).
 //! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
 //!   with `FnRunner`, `Settings`); how a worker starts, its flags merged over the
 //!   configuration and a loop per shard served (`launch.rs`); the event loop in

@@ -10,7 +10,7 @@
 //! | skip | `skip.rs` |
 //! | place, place_many, places, unset | `Store::place`, `Store::place_many`, `Store::places`, `Store::unset` (`redis/store.rs`) |
 //! | register | `Registration::register` (`redis/registry.rs`) |
-//! | dispatch | `dispatch::dispatcher::pass_with` |
+//! | dispatch | `dispatch::pass::pass_with` |
 //! | sweep | `dispatch::lost_jobs::sweep` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume | `run`, `pause`, `resume` (`control.rs`) |
