@@ -6,14 +6,14 @@
 //! jobs from a pool it shares with the loop (`pool`). The loop sends the outcomes of
 //! finished jobs (`outbox`) and the next claim (`claims`), with the poll (`poll`) and
 //! the refresh of the running index (`refresh`) when due, in one pipelined round trip
-//! (`round_trip`: each part reads back its own replies), with up
-//! to two round trips in flight so that it prepares one while Redis runs the other,
-//! waits on a channel (jobs ended, wake-up from pub/sub, signal) while idle, and
-//! enforces timeouts (`deadlines`). While jobs are short it claims a few ahead of its free slots
+//! (`round_trip`: each part reads back its own replies), with up to two round trips in
+//! flight so that it prepares one while Redis runs the other, waits on a channel (jobs
+//! ended, wake-up from pub/sub, signal) while idle, and enforces timeouts
+//! (`deadlines`). While jobs are short it claims a few ahead of its free slots
 //! (`claim`), so a slot starts its next job without waiting for Redis. Outcomes that
-//! cannot be written during a Redis outage are kept and written when Redis is back.
-//! The run history entries that outcomes leave unfiled are filed into their jobs'
-//! lists while the loop is idle (`filing`).
+//! cannot be written during a Redis outage are kept and written when Redis is back. The
+//! run history entries that outcomes leave unfiled are filed into their jobs' lists
+//! while the loop is idle (`filing`).
 //! A worker serving several shards runs a loop per shard; run permits shared among
 //! them (`permits`) keep its jobs running at once within `-j`.
 //! What becomes of a job after its run is `policy.rs`'s to decide. How a worker starts
