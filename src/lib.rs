@@ -57,8 +57,8 @@
 //!   with `FnRunner`, `Settings`); how a worker starts, its flags merged over the
 //!   configuration and a loop per shard served (`launch.rs`); the event loop in
 //!   `event_loop.rs` (`run` and `Loop`: when to send, wait and stop) and what reaches it
-//!   (`events.rs`: the events, the listener); the round trips in flight and the replies
-//!   each part takes back (`round_trip.rs`). The parts of a round trip, each owning its
+//!   (`events.rs`: the events, the listener); the round trips in flight (`round_trip.rs`)
+//!   and how each part takes back its own replies (`replies.rs`). The parts of a round trip, each owning its
 //!   state: the outcomes and hand-backs to write (`outbox.rs`, with `finish.lua` and
 //!   `release.lua`), the claims (`claims.rs`, with `claim.lua`), the poll and what rides
 //!   on it (`poll.rs`), the refresh of the running index (`refresh.rs`, with

@@ -54,13 +54,6 @@ const MAY_IMPORT: &[(&str, &str)] = &[
     ("benches/support", ""),
 ];
 
-/// Imports the rules leave out for now, as `from -> to` (files relative to their crate's
-/// root). Each must still exist: once the circle is broken, remove its entry.
-const NOT_YET: &[&str] = &[
-    // The event loop split (issue 31) moves what slots.rs reads from event_loop.rs.
-    "work/event_loop.rs -> work/slots.rs",
-];
-
 /// A crate's files, each with the module paths its code names.
 struct Crate {
     /// Files relative to the crate's `root`, and the module path of each.
@@ -249,10 +242,6 @@ fn file_graph(krate: &Crate) -> BTreeMap<String, BTreeSet<String>> {
             if to.starts_with(from) || from.starts_with(to) {
                 continue;
             }
-            let edge = format!("{} -> {}", file.display(), to_file.display());
-            if NOT_YET.contains(&edge.as_str()) {
-                continue;
-            }
             graph
                 .entry(file.display().to_string())
                 .or_default()
@@ -373,23 +362,6 @@ fn imports_form_no_circle() {
         assert!(found.is_empty(), "modules import each other: {found:#?}");
         let found = circles(&file_graph(&krate));
         assert!(found.is_empty(), "files import each other: {found:#?}");
-    }
-}
-
-#[test]
-fn imports_left_out_still_exist() {
-    let krate = src();
-    for edge in NOT_YET {
-        let (from, to) = edge.split_once(" -> ").expect("from -> to");
-        let uses = krate.uses.get(Path::new(from));
-        let named = uses
-            .into_iter()
-            .flatten()
-            .any(|p| file_of(&krate, p).is_some_and(|f| f == Path::new(to)));
-        assert!(
-            named,
-            "{edge} is gone: remove it from NOT_YET (tests/layers.rs)"
-        );
     }
 }
 

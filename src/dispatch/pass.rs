@@ -87,7 +87,7 @@ pub fn pass_with(
             .arg(point.map_or(String::new(), |p| p.to_string()))
             .arg(BATCH)
             .arg(timestamp::now())
-            .arg(if history { "1" } else { "0" });
+            .arg(scripts::flag(history));
         if let Some((keys, args)) = beat.take() {
             call.key(&keys[..]).arg(&args[..]);
         }

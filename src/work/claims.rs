@@ -13,8 +13,7 @@ use crate::{
     redis::scripts::worker::{self as worker_scripts, Claim},
     work::{
         claim::{self, full_tag, worker_tag, Claimed, Cycle},
-        outbox::odd_detail,
-        round_trip::queue,
+        replies::{odd_detail, queue},
     },
 };
 

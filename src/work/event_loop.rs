@@ -36,7 +36,8 @@ use crate::{
         poll::Poll,
         pool::{Pool, Ready, State},
         refresh,
-        round_trip::{Replies, RoundTrip, IN_FLIGHT},
+        replies::Replies,
+        round_trip::{RoundTrip, IN_FLIGHT},
         slots::spawn_slots,
     },
 };

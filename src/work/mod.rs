@@ -6,7 +6,7 @@
 //! jobs from a pool it shares with the loop (`pool`). The loop sends the outcomes of
 //! finished jobs (`outbox`) and the next claim (`claims`), with the poll (`poll`) and
 //! the refresh of the running index (`refresh`) when due, in one pipelined round trip
-//! (`round_trip`: each part reads back its own replies), with up to two round trips in
+//! (`round_trip`; each part reads back its own replies: `replies`), with up to two round trips in
 //! flight so that it prepares one while Redis runs the other, waits on a channel (jobs
 //! ended, wake-up from pub/sub, signal) while idle, and enforces timeouts
 //! (`deadlines`). While jobs are short it claims a few ahead of its free slots
@@ -35,6 +35,7 @@ mod permits;
 mod poll;
 mod pool;
 mod refresh;
+mod replies;
 mod round_trip;
 pub mod runner;
 mod slots;

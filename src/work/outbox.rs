@@ -17,19 +17,13 @@ use crate::{
     work::{
         filing::Filing,
         pool::{Ended, Pool, Ready},
-        round_trip::queue,
+        replies::{odd_detail, queue},
     },
 };
 
 /// How long outcomes may wait to be written together, while every slot has its next job
 /// claimed already: one round trip then records several jobs.
 pub(super) const BATCH_FOR: Duration = Duration::from_millis(5);
-
-/// The message of a script's WRONGTYPE reply, without its code.
-pub(super) fn odd_detail(message: Option<String>) -> String {
-    let m = message.unwrap_or_else(|| "a key of another type".into());
-    m.strip_prefix("WRONGTYPE ").unwrap_or(&m).to_string()
-}
 
 /// What is to be written to Redis in the next round trip.
 #[derive(Default)]

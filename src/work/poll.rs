@@ -15,7 +15,7 @@ use crate::{
     redis::keys::Keys,
     redis::peers::Peers,
     redis::registry::Registration,
-    work::{claim::Claimed, filing::Filing, round_trip::queue},
+    work::{claim::Claimed, filing::Filing, replies::queue},
 };
 
 /// How long a wake-up may trail the job it announces (the listener thread on a loaded

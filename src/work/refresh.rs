@@ -15,7 +15,7 @@ use crate::{
         api::JobRunner,
         claim::Claimed,
         pool::{Ready, State},
-        round_trip::queue,
+        replies::queue,
     },
 };
 

@@ -2,43 +2,17 @@
 //! that its replies can be handed back to the parts that asked for them.
 //!
 //! Each part of the worker (the outbox of outcomes, the claims, the poll, the refresh of
-//! the running index) adds its commands to the pipeline through [`queue`], which counts
-//! the replies they bring, and keeps that count in its record of the round trip
-//! ([`RoundTrip`]). When the replies come, each part takes exactly its count back
-//! ([`Replies::take`]), in the order the parts queued: no part reads another's reply,
-//! and a new part is a new record here, not new counters in the loop.
+//! the running index) adds its commands through [`crate::work::replies::queue`] and keeps
+//! the count of replies in its record of the round trip ([`RoundTrip`]); a new part is a
+//! new record here, not new counters in the loop.
 
 use std::time::Instant;
-
-use redis::{Pipeline, RedisResult, Value};
 
 use crate::work::{claims::ClaimSent, outbox::OutboxSent, poll::PollSent};
 
 /// Round trips sent before the first is read (see `Loop::send_and_receive`): two keep both the
 /// loop and Redis busy; more would only split the same jobs into smaller batches.
 pub(super) const IN_FLIGHT: usize = 2;
-
-/// Lets `add` add commands to `pipe`; returns how many replies they bring.
-pub(super) fn queue(pipe: &mut Pipeline, add: impl FnOnce(&mut Pipeline)) -> usize {
-    let before = pipe.len();
-    add(pipe);
-    pipe.len() - before
-}
-
-/// The replies of one round trip, in the order they were queued.
-pub(super) struct Replies(std::vec::IntoIter<RedisResult<Value>>);
-
-impl Replies {
-    /// The replies read from the connection.
-    pub fn new(replies: Vec<RedisResult<Value>>) -> Replies {
-        Replies(replies.into_iter())
-    }
-
-    /// The next `n` replies: those of the part that queued `n` commands next.
-    pub fn take(&mut self, n: usize) -> std::vec::IntoIter<RedisResult<Value>> {
-        self.0.by_ref().take(n).collect::<Vec<_>>().into_iter()
-    }
-}
 
 /// A round trip sent to Redis whose replies are yet to be read: what each part sent.
 pub(super) struct RoundTrip {
