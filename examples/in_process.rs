@@ -9,7 +9,7 @@ use std::sync::Arc;
 use redbike::{
     config::{Config, Overrides},
     shutdown::Shutdown,
-    work::{self, FnRunner, Outcome, Settings},
+    work::{self, FnRunner, RunResult, Settings},
 };
 
 fn main() -> anyhow::Result<()> {
@@ -21,9 +21,9 @@ fn main() -> anyhow::Result<()> {
     let worker = FnRunner::new(&queues, |job| {
         println!("working {} (schedule {:?})", job.id, job.schedule);
         if job.id.starts_with("once") {
-            Outcome::Stop
+            RunResult::Stop
         } else {
-            Outcome::Success { backoff: None }
+            RunResult::Success { backoff: None }
         }
     })?;
     let shutdown = Shutdown::new();

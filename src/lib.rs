@@ -74,7 +74,7 @@
 //!   them.
 //! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
-//!   it in (`Action`, `Mode`); the worker, recovery and `check` decide there.
+//!   it in (`Action`, `AfterRun`); the worker, recovery and `check` decide there.
 //! - `operator/`: commands that read or repair a prefix, over all its shards, returning
 //!   data the command line prints: `check.rs`, `statuses.rs`, `history.rs`
 //!   (`redbike history`), `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch

@@ -2,7 +2,7 @@
 //! ([`decide`], [`decide_recovery`]), from its schedule, how the run ended and the
 //! `on-failure` setting. The worker, recovery, `check --repair` and the dispatcher all
 //! decide here; the scripts (finish.lua, recover.lua, place.lua, place_many.lua,
-//! skip.lua) carry it out, told in the words of [`Action::wire`] and [`Mode::wire`],
+//! skip.lua) carry it out, told in the words of [`Action::wire`] and [`AfterRun::wire`],
 //! which are the only place those words are written.
 
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ pub(crate) struct Policy {
 
 /// How a run ended, as the job reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum RunResult {
     /// Success; a CONTINUE job waits `backoff` seconds before it runs again.
     Success {
         /// Seconds to wait (the original's integer return value).
@@ -59,7 +59,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum End {
     /// The job ended by itself.
-    Outcome(Outcome),
+    Reported(RunResult),
     /// The worker stopped it: it ran past its timeout.
     TimedOut,
     /// The worker stopped it: the worker was stopping (HALT, a signal) and the job ran
@@ -110,7 +110,7 @@ impl From<Placement> for Action {
 
 /// What becomes of a job after a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub(crate) enum AfterRun {
     /// Back into circulation (or stopped) per its schedule.
     Place(Action),
     /// Forgotten: it asked to be unset, or was unset while it ran.
@@ -121,14 +121,14 @@ pub(crate) enum Mode {
     Bad,
 }
 
-impl Mode {
+impl AfterRun {
     /// finish.lua's `mode`, `action` and `due` arguments.
     pub fn wire(self) -> (&'static str, (&'static str, i64)) {
         match self {
-            Mode::Place(action) => ("place", action.wire()),
-            Mode::Unset => ("unset", Action::Stop.wire()),
-            Mode::Hold => ("hold", Action::Stop.wire()),
-            Mode::Bad => ("bad", Action::Stop.wire()),
+            AfterRun::Place(action) => ("place", action.wire()),
+            AfterRun::Unset => ("unset", Action::Stop.wire()),
+            AfterRun::Hold => ("hold", Action::Stop.wire()),
+            AfterRun::Bad => ("bad", Action::Stop.wire()),
         }
     }
 
@@ -136,7 +136,7 @@ impl Mode {
     /// place is `bad`, one without a schedule is stopped).
     pub fn recover_wire(self) -> (&'static str, i64) {
         match self {
-            Mode::Bad => ("bad", 0),
+            AfterRun::Bad => ("bad", 0),
             mode => mode.wire().1,
         }
     }
@@ -146,7 +146,7 @@ impl Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Decision {
     /// What becomes of the job.
-    pub mode: Mode,
+    pub after: AfterRun,
     /// A schedule to store first (`STOP` after NOW, AT, or a stop request).
     pub store: Option<&'static str>,
     /// A failure event to record (`DIE`, `TMO`, ...).
@@ -166,29 +166,29 @@ pub(crate) fn decide(
         End::Interrupted => Some(status::INT),
         End::Recovered => Some(status::REC),
         End::Fenced => Some(status::FNC),
-        End::Outcome(Outcome::Failed(_)) => Some(status::DIE),
+        End::Reported(RunResult::Failed(_)) => Some(status::DIE),
         _ => None,
     };
-    let d = |mode, store| Decision {
-        mode,
+    let d = |after, store| Decision {
+        after,
         store,
         failure,
     };
-    let place = |action| d(Mode::Place(action), None);
-    let Some(text) = schedule.filter(|_| *end != End::Outcome(Outcome::Unset)) else {
+    let place = |action| d(AfterRun::Place(action), None);
+    let Some(text) = schedule.filter(|_| *end != End::Reported(RunResult::Unset)) else {
         // Asked to unset, or unset while it ran: the job goes.
-        return d(Mode::Unset, None);
+        return d(AfterRun::Unset, None);
     };
     if failure == Some(status::DIE) && p.on_failure == OnFailure::Hold {
-        return d(Mode::Hold, None);
+        return d(AfterRun::Hold, None);
     }
-    if *end == End::Outcome(Outcome::Stop) {
-        return d(Mode::Place(Action::Stop), Some("STOP"));
+    if *end == End::Reported(RunResult::Stop) {
+        return d(AfterRun::Place(Action::Stop), Some("STOP"));
     }
     match Schedule::parse(text) {
-        Err(_) => d(Mode::Bad, None),
-        Ok(Schedule::Now) => d(Mode::Place(Action::Enqueue), Some("STOP")),
-        Ok(Schedule::At(ts)) => d(Mode::Place(Action::Timeline(ts)), Some("STOP")),
+        Err(_) => d(AfterRun::Bad, None),
+        Ok(Schedule::Now) => d(AfterRun::Place(Action::Enqueue), Some("STOP")),
+        Ok(Schedule::At(ts)) => d(AfterRun::Place(Action::Timeline(ts)), Some("STOP")),
         Ok(Schedule::Stop) if matches!(end, End::Recovered | End::Interrupted | End::Fenced) => {
             place(Action::OneOff)
         }
@@ -196,7 +196,7 @@ pub(crate) fn decide(
         Ok(Schedule::Continue) => {
             let delay = match end {
                 _ if failure.is_some() => p.failure_delay,
-                End::Outcome(Outcome::Success { backoff: Some(n) }) => *n,
+                End::Reported(RunResult::Success { backoff: Some(n) }) => *n,
                 _ => 0,
             };
             if delay > 0 {
@@ -209,7 +209,7 @@ pub(crate) fn decide(
             let offset = jitter::offset_in(&p.jitter, jobid);
             match jitter::placement(&recurring, now, p.timezone, offset) {
                 Ok(placement) => place(placement.into()),
-                Err(_) => d(Mode::Bad, None),
+                Err(_) => d(AfterRun::Bad, None),
             }
         }
     }
@@ -240,107 +240,120 @@ mod tests {
     }
 
     fn ok(backoff: Option<u64>) -> End {
-        End::Outcome(Outcome::Success { backoff })
+        End::Reported(RunResult::Success { backoff })
     }
 
     #[test]
     fn decisions() {
         let s = policy();
-        let failed = End::Outcome(Outcome::Failed("x".into()));
+        let failed = End::Reported(RunResult::Failed("x".into()));
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &ok(None), 100, &s).mode,
-            Mode::Place(Action::Enqueue)
+            decide("j:A", Some("CONTINUE"), &ok(None), 100, &s).after,
+            AfterRun::Place(Action::Enqueue)
         );
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &ok(Some(5)), 100, &s).mode,
-            Mode::Place(Action::Timeline(105))
+            decide("j:A", Some("CONTINUE"), &ok(Some(5)), 100, &s).after,
+            AfterRun::Place(Action::Timeline(105))
         );
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &failed, 100, &s).mode,
-            Mode::Place(Action::Timeline(110))
+            decide("j:A", Some("CONTINUE"), &failed, 100, &s).after,
+            AfterRun::Place(Action::Timeline(110))
         );
         assert_eq!(
             decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &s).failure,
             Some("TMO")
         );
-        assert_eq!(decide("j:A", None, &ok(None), 100, &s).mode, Mode::Unset);
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::Outcome(Outcome::Unset), 100, &s).mode,
-            Mode::Unset
+            decide("j:A", None, &ok(None), 100, &s).after,
+            AfterRun::Unset
+        );
+        assert_eq!(
+            decide(
+                "j:A",
+                Some("STOP"),
+                &End::Reported(RunResult::Unset),
+                100,
+                &s
+            )
+            .after,
+            AfterRun::Unset
         );
         let stop = decide(
             "j:A",
             Some("CONTINUE"),
-            &End::Outcome(Outcome::Stop),
+            &End::Reported(RunResult::Stop),
             100,
             &s,
         );
         assert_eq!(
-            (stop.mode, stop.store),
-            (Mode::Place(Action::Stop), Some("STOP"))
+            (stop.after, stop.store),
+            (AfterRun::Place(Action::Stop), Some("STOP"))
         );
         let now = decide("j:A", Some("NOW"), &ok(None), 100, &s);
         assert_eq!(
-            (now.mode, now.store),
-            (Mode::Place(Action::Enqueue), Some("STOP"))
+            (now.after, now.store),
+            (AfterRun::Place(Action::Enqueue), Some("STOP"))
         );
         assert_eq!(
-            decide("j:A", Some("FREQ=NOPE"), &ok(None), 100, &s).mode,
-            Mode::Bad
+            decide("j:A", Some("FREQ=NOPE"), &ok(None), 100, &s).after,
+            AfterRun::Bad
         );
         // A STOP schedule under a run that did not end by itself: the script decides
         // from the status whether it was a one-off run (queued again) or a stop.
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::Interrupted, 100, &s).mode,
-            Mode::Place(Action::OneOff)
+            decide("j:A", Some("STOP"), &End::Interrupted, 100, &s).after,
+            AfterRun::Place(Action::OneOff)
         );
         let recovered = decide_recovery("j:A", Some("STOP"), 100, &s);
         assert_eq!(
-            (recovered.mode.recover_wire(), recovered.store),
+            (recovered.after.recover_wire(), recovered.store),
             (("oneoff", 0), None)
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::Fenced, 100, &s).mode,
-            Mode::Place(Action::OneOff)
+            decide("j:A", Some("STOP"), &End::Fenced, 100, &s).after,
+            AfterRun::Place(Action::OneOff)
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::TimedOut, 100, &s).mode,
-            Mode::Place(Action::Stop)
+            decide("j:A", Some("STOP"), &End::TimedOut, 100, &s).after,
+            AfterRun::Place(Action::Stop)
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &ok(None), 100, &s).mode,
-            Mode::Place(Action::Stop)
+            decide("j:A", Some("STOP"), &ok(None), 100, &s).after,
+            AfterRun::Place(Action::Stop)
         );
         assert_eq!(
-            decide("j:A", Some("NOW"), &End::Interrupted, 100, &s).mode,
-            Mode::Place(Action::Enqueue)
+            decide("j:A", Some("NOW"), &End::Interrupted, 100, &s).after,
+            AfterRun::Place(Action::Enqueue)
         );
         let hold = Policy {
             on_failure: OnFailure::Hold,
             ..policy()
         };
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &failed, 100, &hold).mode,
-            Mode::Hold
+            decide("j:A", Some("CONTINUE"), &failed, 100, &hold).after,
+            AfterRun::Hold
         );
         // A timeout always goes back into circulation.
         assert!(matches!(
-            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &hold).mode,
-            Mode::Place(_)
+            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &hold).after,
+            AfterRun::Place(_)
         ));
     }
 
     #[test]
     fn wire_forms() {
         assert_eq!(
-            Mode::Place(Action::Timeline(7)).wire(),
+            AfterRun::Place(Action::Timeline(7)).wire(),
             ("place", ("timeline", 7))
         );
-        assert_eq!(Mode::Unset.wire(), ("unset", ("stop", 0)));
-        assert_eq!(Mode::Bad.wire(), ("bad", ("stop", 0)));
-        assert_eq!(Mode::Bad.recover_wire(), ("bad", 0));
-        assert_eq!(Mode::Unset.recover_wire(), ("stop", 0));
-        assert_eq!(Mode::Place(Action::OneOff).recover_wire(), ("oneoff", 0));
+        assert_eq!(AfterRun::Unset.wire(), ("unset", ("stop", 0)));
+        assert_eq!(AfterRun::Bad.wire(), ("bad", ("stop", 0)));
+        assert_eq!(AfterRun::Bad.recover_wire(), ("bad", 0));
+        assert_eq!(AfterRun::Unset.recover_wire(), ("stop", 0));
+        assert_eq!(
+            AfterRun::Place(Action::OneOff).recover_wire(),
+            ("oneoff", 0)
+        );
     }
 
     #[test]
@@ -351,22 +364,22 @@ mod tests {
         };
         // job:J's offset under 3600 s is 1656 (FNV-1a, see crate::jitter).
         let hourly = Some("FREQ=HOURLY;BYMINUTE=0;BYSECOND=0");
-        let at = |id, now| decide(id, hourly, &ok(None), now, &s).mode;
+        let at = |id, now| decide(id, hourly, &ok(None), now, &s).after;
         assert_eq!(
             at("job:J", 1656),
-            Mode::Place(Action::Timeline(3600 + 1656))
+            AfterRun::Place(Action::Timeline(3600 + 1656))
         );
-        assert_eq!(at("job:J", 1000), Mode::Place(Action::Timeline(1656)));
-        assert_eq!(at("job:K", 1000), Mode::Place(Action::Timeline(3600)));
+        assert_eq!(at("job:J", 1000), AfterRun::Place(Action::Timeline(1656)));
+        assert_eq!(at("job:K", 1000), AfterRun::Place(Action::Timeline(3600)));
         let recovered = decide_recovery("job:J", hourly, 1000, &s);
         assert_eq!(
-            (recovered.mode.recover_wire(), recovered.store),
+            (recovered.after.recover_wire(), recovered.store),
             (("timeline", 1656), None)
         );
         // CONTINUE is not shifted.
         assert_eq!(
-            decide("job:J", Some("CONTINUE"), &ok(Some(5)), 100, &s).mode,
-            Mode::Place(Action::Timeline(105))
+            decide("job:J", Some("CONTINUE"), &ok(Some(5)), 100, &s).after,
+            AfterRun::Place(Action::Timeline(105))
         );
     }
 }

@@ -22,7 +22,7 @@ use redbike::{
     redis::store::{PlaceItem, Store},
     schedule::{Placement, Schedule},
     shutdown::Shutdown,
-    work::{self, FnRunner, Job, JobRunner, Outcome, Settings},
+    work::{self, FnRunner, Job, JobRunner, RunResult, Settings},
 };
 use redis::Commands;
 
@@ -197,7 +197,7 @@ impl JobRunner for Counted {
     fn timeout(&self, queue: &str) -> Option<Duration> {
         self.inner.timeout(queue)
     }
-    fn work(&self, job: &Job) -> Outcome {
+    fn work(&self, job: &Job) -> RunResult {
         let _ = self.first.set(Instant::now());
         let outcome = self.inner.work(job);
         if self.count.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
@@ -280,7 +280,9 @@ fn inproc_run_with(
         }
     };
     let inner: Box<dyn JobRunner> = match jobs {
-        Jobs::Noop => Box::new(FnRunner::new("A", |_| Outcome::Success { backoff: None })?),
+        Jobs::Noop => Box::new(FnRunner::new("A", |_| RunResult::Success {
+            backoff: None,
+        })?),
         Jobs::SpawnTrue => Box::new(FnRunner::new("A", |job| spawn_true(Some(&job.id)))?),
     };
     let counted = Arc::new(Counted {
@@ -586,11 +588,11 @@ fn true_status(arg: Option<&str>) -> std::io::Result<std::process::ExitStatus> {
 }
 
 /// One `/bin/true JOBID` as bare as [`bare_spawns`] runs it, as a job.
-fn spawn_true(arg: Option<&str>) -> Outcome {
+fn spawn_true(arg: Option<&str>) -> RunResult {
     match true_status(arg) {
-        Ok(s) if s.success() => Outcome::Success { backoff: None },
-        Ok(s) => Outcome::Failed(format!("/bin/true: {s}")),
-        Err(e) => Outcome::Failed(format!("/bin/true: {e}")),
+        Ok(s) if s.success() => RunResult::Success { backoff: None },
+        Ok(s) => RunResult::Failed(format!("/bin/true: {s}")),
+        Err(e) => RunResult::Failed(format!("/bin/true: {e}")),
     }
 }
 
@@ -1093,7 +1095,7 @@ pub(super) fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurem
         if let Ok(tx) = tx.lock() {
             let _ = tx.send((job.id.clone(), at));
         }
-        Outcome::Success { backoff: None }
+        RunResult::Success { backoff: None }
     })?;
     let shutdown = Shutdown::new();
     let running = {

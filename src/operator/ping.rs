@@ -86,7 +86,7 @@ pub fn ping(config: &Config) -> Result<Report> {
     let (role, version) = hello(&mut reached.con);
     Ok(Report {
         server: reached.server,
-        mode: topology.mode.name(),
+        mode: topology.deployment.name(),
         master_name: topology.master_name.clone(),
         slot: reached.slot,
         role,

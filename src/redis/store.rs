@@ -11,7 +11,7 @@ use crate::{
     redis::keys::{queue_of, Keys},
     redis::scripts,
     redis::settings::mask_urls_in,
-    redis::topology::{must_reconnect, Access, Mode, Reached},
+    redis::topology::{must_reconnect, Access, Deployment, Reached},
     schedule::{Placement, Schedule},
 };
 
@@ -214,7 +214,7 @@ pub fn with_store<T>(access: &Access, mut f: impl FnMut(&mut Store<'_>) -> Resul
     // A single server that is down stays down: fail at once. Sentinels or a cluster
     // may be between two masters for a few seconds.
     let topology = &access.topology;
-    let patient = topology.mode != Mode::Standalone;
+    let patient = topology.deployment != Deployment::Standalone;
     loop {
         let (mut con, server) = match reach(access, COMMAND_TIMEOUT) {
             Ok(reached) => (reached.con, reached.server),

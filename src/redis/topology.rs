@@ -37,7 +37,7 @@ pub fn note_master_switch() {
 
 /// How the server is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub enum Deployment {
     /// One server, named by `url` or `host`/`port`.
     Standalone,
     /// The master that the `sentinels` name for `master-name`.
@@ -46,13 +46,13 @@ pub enum Mode {
     Cluster,
 }
 
-impl Mode {
+impl Deployment {
     /// The name `redbike ping` prints.
     pub fn name(self) -> &'static str {
         match self {
-            Mode::Standalone => "standalone",
-            Mode::Sentinel => "sentinel",
-            Mode::Cluster => "cluster",
+            Deployment::Standalone => "standalone",
+            Deployment::Sentinel => "sentinel",
+            Deployment::Cluster => "cluster",
         }
     }
 }
@@ -70,7 +70,7 @@ struct TlsFiles {
 #[derive(Debug, Clone)]
 pub struct Topology {
     /// How the server is found.
-    pub mode: Mode,
+    pub deployment: Deployment,
     /// The server itself (standalone), the sentinels, or the cluster's seed nodes.
     targets: Vec<ConnectionInfo>,
     /// Auth, db and TLS of the data server; its address is found at connect time.
@@ -176,20 +176,20 @@ impl Topology {
                     "give either sentinels or cluster-nodes, not both",
                 ));
             }
-            (Some(_), None) => Mode::Sentinel,
-            (None, Some(_)) => Mode::Cluster,
-            (None, None) => Mode::Standalone,
+            (Some(_), None) => Deployment::Sentinel,
+            (None, Some(_)) => Deployment::Cluster,
+            (None, None) => Deployment::Standalone,
         };
-        if mode != Mode::Standalone && one_server {
+        if mode != Deployment::Standalone && one_server {
             return Err(bad(
                 "redbike-redis.url",
                 format!(
                     "url, host and port name one server; leave them out with {} (put user, password and db in their own keys)",
-                    if mode == Mode::Sentinel { "sentinels" } else { "cluster-nodes" }
+                    if mode == Deployment::Sentinel { "sentinels" } else { "cluster-nodes" }
                 ),
             ));
         }
-        if mode != Mode::Sentinel && r.master_name.is_some() {
+        if mode != Deployment::Sentinel && r.master_name.is_some() {
             return Err(bad(
                 "redbike-redis.master-name",
                 "master-name needs sentinels = [\"host:port\", ...]",
@@ -200,7 +200,7 @@ impl Topology {
         let tls_files = tls_files(r, tls)?;
         let insecure = r.tls_insecure.unwrap_or(false) || is_insecure(server.addr());
         let mut plan = Topology {
-            mode,
+            deployment: mode,
             targets: Vec::new(),
             server: retarget(server, tls, insecure, None),
             master_name: None,
@@ -209,9 +209,9 @@ impl Topology {
             tls_files,
         };
         match mode {
-            Mode::Standalone => plan.targets.push(plan.server.clone()),
-            Mode::Sentinel => plan.plan_sentinel(r, insecure)?,
-            Mode::Cluster => plan.plan_cluster(r, prefix, insecure)?,
+            Deployment::Standalone => plan.targets.push(plan.server.clone()),
+            Deployment::Sentinel => plan.plan_sentinel(r, insecure)?,
+            Deployment::Cluster => plan.plan_cluster(r, prefix, insecure)?,
         }
         Ok(plan)
     }
@@ -279,8 +279,8 @@ impl Topology {
     /// Connects to the server this plan leads to; the error says what went wrong
     /// where, password-free.
     pub fn connect(&self, timeout: Duration) -> Result<Reached, ConnectError> {
-        match self.mode {
-            Mode::Standalone => {
+        match self.deployment {
+            Deployment::Standalone => {
                 let con = self.open(&self.targets[0], timeout)?;
                 Ok(Reached {
                     con,
@@ -288,15 +288,15 @@ impl Topology {
                     slot: None,
                 })
             }
-            Mode::Sentinel => self.each_target(|t| self.via_sentinel(t, timeout)),
-            Mode::Cluster => self.each_target(|t| self.via_cluster_node(t, timeout)),
+            Deployment::Sentinel => self.each_target(|t| self.via_sentinel(t, timeout)),
+            Deployment::Cluster => self.each_target(|t| self.via_cluster_node(t, timeout)),
         }
     }
 
     /// A connection to the `n`-th sentinel (counting round), for watching
     /// `+switch-master`; `None` when this is not a Sentinel set-up.
     pub fn sentinel(&self, n: usize, timeout: Duration) -> Option<Result<Connection, String>> {
-        if self.mode != Mode::Sentinel {
+        if self.deployment != Deployment::Sentinel {
             return None;
         }
         Some(
@@ -312,7 +312,7 @@ impl Topology {
     /// a master that merely has no replica at the moment they are safe. `false` when
     /// this is not a Sentinel set-up.
     pub fn sentinels_confirm(&self, server: &str) -> bool {
-        if self.mode != Mode::Sentinel {
+        if self.deployment != Deployment::Sentinel {
             return false;
         }
         let name = self.master_name.as_deref().unwrap_or_default();

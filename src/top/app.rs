@@ -46,7 +46,7 @@ pub enum Effect {
 
 /// What takes the keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mode {
+pub enum View {
     /// The lists, with a selected job.
     Normal,
     /// Typing the filter after `/`.
@@ -115,7 +115,7 @@ pub struct App {
     /// Only jobs whose id contains this are listed.
     pub filter: String,
     /// What takes the keys.
-    pub mode: Mode,
+    pub view: View,
     /// The outcome of the last action, shown in the footer until the next key.
     pub message: Option<String>,
     /// Whether this is the live view (with a footer of keys) or one printed frame.
@@ -131,7 +131,7 @@ impl App {
             now,
             selected: 0,
             filter: String::new(),
-            mode: Mode::Normal,
+            view: View::Normal,
             message: None,
             interactive,
         }
@@ -207,14 +207,14 @@ impl App {
         if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
             return Effect::Quit;
         }
-        match self.mode.clone() {
-            Mode::Normal => self.normal_key(key),
-            Mode::Filter => {
+        match self.view.clone() {
+            View::Normal => self.normal_key(key),
+            View::Filter => {
                 match key.code {
-                    KeyCode::Enter => self.mode = Mode::Normal,
+                    KeyCode::Enter => self.view = View::Normal,
                     KeyCode::Esc => {
                         self.filter.clear();
-                        self.mode = Mode::Normal;
+                        self.view = View::Normal;
                     }
                     KeyCode::Backspace => {
                         self.filter.pop();
@@ -225,14 +225,14 @@ impl App {
                 self.selected = 0;
                 Effect::None
             }
-            Mode::Help => {
+            View::Help => {
                 if key.code == KeyCode::Char('q') {
                     return Effect::Quit;
                 }
-                self.mode = Mode::Normal;
+                self.view = View::Normal;
                 Effect::None
             }
-            Mode::Detail {
+            View::Detail {
                 jobid,
                 lines,
                 scroll,
@@ -246,19 +246,19 @@ impl App {
                     KeyCode::PageUp => scroll.saturating_sub(PAGE),
                     KeyCode::PageDown => (scroll + PAGE).min(lines.len().saturating_sub(1)),
                     _ => {
-                        self.mode = Mode::Normal;
+                        self.view = View::Normal;
                         return Effect::None;
                     }
                 };
-                self.mode = Mode::Detail {
+                self.view = View::Detail {
                     jobid,
                     lines,
                     scroll,
                 };
                 Effect::None
             }
-            Mode::Confirm(action) => {
-                self.mode = Mode::Normal;
+            View::Confirm(action) => {
+                self.view = View::Normal;
                 match key.code {
                     KeyCode::Char('y' | 'Y') => Effect::Act(action),
                     _ => {
@@ -282,12 +282,12 @@ impl App {
             KeyCode::PageDown => self.selected = (selected + PAGE).min(last),
             KeyCode::Home | KeyCode::Char('g') => self.selected = 0,
             KeyCode::End | KeyCode::Char('G') => self.selected = last,
-            KeyCode::Char('/') => self.mode = Mode::Filter,
-            KeyCode::Char('?') => self.mode = Mode::Help,
+            KeyCode::Char('/') => self.view = View::Filter,
+            KeyCode::Char('?') => self.view = View::Help,
             KeyCode::Esc => self.filter.clear(),
             KeyCode::Enter => {
                 if let Some(row) = self.selection() {
-                    self.mode = Mode::Detail {
+                    self.view = View::Detail {
                         jobid: row.jobid.clone(),
                         lines: vec!["reading ...".into()],
                         scroll: 0,
@@ -297,7 +297,7 @@ impl App {
             }
             KeyCode::Char('r') => {
                 if let Some(row) = self.selection() {
-                    self.mode = Mode::Confirm(Action::RunNow(row.jobid));
+                    self.view = View::Confirm(Action::RunNow(row.jobid));
                 }
             }
             KeyCode::Char('p') => {
@@ -307,7 +307,7 @@ impl App {
                     } else {
                         Action::Pause(row.jobid)
                     };
-                    self.mode = Mode::Confirm(action);
+                    self.view = View::Confirm(action);
                 }
             }
             _ => {}
@@ -317,9 +317,9 @@ impl App {
 
     /// Shows what was read for the detail view of `jobid`, if it is still open.
     pub fn detail(&mut self, jobid: &str, lines: Vec<String>) {
-        if let Mode::Detail { jobid: open, .. } = &self.mode {
+        if let View::Detail { jobid: open, .. } = &self.view {
             if open == jobid {
-                self.mode = Mode::Detail {
+                self.view = View::Detail {
                     jobid: jobid.to_string(),
                     lines,
                     scroll: 0,
@@ -402,14 +402,14 @@ mod tests {
         let mut app = app();
         press(&mut app, KeyCode::Down);
         assert_eq!(press(&mut app, KeyCode::Char('r')), Effect::None);
-        assert_eq!(app.mode, Mode::Confirm(Action::RunNow("u1:B".into())));
+        assert_eq!(app.view, View::Confirm(Action::RunNow("u1:B".into())));
         assert_eq!(
             press(&mut app, KeyCode::Char('y')),
             Effect::Act(Action::RunNow("u1:B".into()))
         );
         press(&mut app, KeyCode::Char('p'));
         assert_eq!(press(&mut app, KeyCode::Char('n')), Effect::None);
-        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.view, View::Normal);
         assert_eq!(app.message.as_deref(), Some("cancelled"));
     }
 
@@ -427,11 +427,11 @@ mod tests {
         assert_eq!(app.selection().unwrap().jobid, "f:B");
         press(&mut app, KeyCode::Up);
         press(&mut app, KeyCode::Char('p'));
-        assert_eq!(app.mode, Mode::Confirm(Action::Resume("z:A".into())));
+        assert_eq!(app.view, View::Confirm(Action::Resume("z:A".into())));
         press(&mut app, KeyCode::Char('n'));
         press(&mut app, KeyCode::Home);
         press(&mut app, KeyCode::Char('p'));
-        assert_eq!(app.mode, Mode::Confirm(Action::Pause("r:A".into())));
+        assert_eq!(app.view, View::Confirm(Action::Pause("r:A".into())));
     }
 
     #[test]

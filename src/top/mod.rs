@@ -37,7 +37,7 @@ use crate::{
     redis::keys::Keys,
     redis::retry::Backoff,
     redis::store::{self, Store},
-    redis::topology::{must_reconnect, Mode, Topology},
+    redis::topology::{must_reconnect, Deployment, Topology},
     schedule::timestamp,
     schedule::Placement,
     shutdown::Shutdown,
@@ -88,13 +88,13 @@ fn plan(config: &Config, extra: &[String]) -> Result<Plan> {
 
 /// How the server was found and which it is, for the header.
 fn describe_server(topology: &Topology, server: &str) -> String {
-    match topology.mode {
-        Mode::Standalone => format!("standalone {server}"),
-        Mode::Sentinel => format!(
+    match topology.deployment {
+        Deployment::Standalone => format!("standalone {server}"),
+        Deployment::Sentinel => format!(
             "sentinel master {} at {server}",
             topology.master_name.as_deref().unwrap_or("?")
         ),
-        Mode::Cluster => format!("cluster node {server}"),
+        Deployment::Cluster => format!("cluster node {server}"),
     }
 }
 

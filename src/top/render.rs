@@ -9,7 +9,7 @@ use ratatui::{
     widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Widget, Wrap},
 };
 
-use super::app::{App, Mode, Section};
+use super::app::{App, Section, View};
 use crate::schedule::timestamp;
 
 /// Lines of the header.
@@ -380,8 +380,8 @@ fn table(
 }
 
 fn footer_line(app: &App, area: Rect, buf: &mut Buffer) {
-    let line = match (&app.mode, &app.message) {
-        (Mode::Filter, _) => Line::from(format!("/{}_", app.filter)),
+    let line = match (&app.view, &app.message) {
+        (View::Filter, _) => Line::from(format!("/{}_", app.filter)),
         (_, Some(message)) => Line::from(crate::terminal::text(message).into_owned()).bold(),
         _ => {
             let filter = if app.filter.is_empty() {
@@ -424,15 +424,15 @@ pub const HELP: &[&str] = &[
 ];
 
 fn overlay(app: &App, area: Rect, buf: &mut Buffer) {
-    match &app.mode {
-        Mode::Help => {
+    match &app.view {
+        View::Help => {
             let rect = centred(area, 72, HELP.len() as u16 + 2);
             Clear.render(rect, buf);
             Paragraph::new(HELP.iter().map(|l| Line::from(*l)).collect::<Vec<_>>())
                 .block(Block::bordered().title(" keys "))
                 .render(rect, buf);
         }
-        Mode::Detail {
+        View::Detail {
             jobid,
             lines,
             scroll,
@@ -456,7 +456,7 @@ fn overlay(app: &App, area: Rect, buf: &mut Buffer) {
                 )
                 .render(rect, buf);
         }
-        Mode::Confirm(action) => {
+        View::Confirm(action) => {
             let question = crate::terminal::text(&action.question()).into_owned();
             let rect = centred(area, question.len() as u16 + 6, 5);
             Clear.render(rect, buf);
@@ -468,7 +468,7 @@ fn overlay(app: &App, area: Rect, buf: &mut Buffer) {
             .block(Block::bordered().title(" confirm "))
             .render(rect, buf);
         }
-        Mode::Normal | Mode::Filter => {}
+        View::Normal | View::Filter => {}
     }
 }
 

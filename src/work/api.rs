@@ -11,7 +11,7 @@ use chrono_tz::Tz;
 
 use crate::{
     error::{Error, Result},
-    policy::{OnFailure, Outcome, Policy},
+    policy::{OnFailure, Policy, RunResult},
 };
 
 /// Extra lease time beyond timeout and grace period, so a worker always finishes its own
@@ -88,10 +88,10 @@ pub trait JobRunner: Send + Sync {
         None
     }
     /// Runs one job to its end. Called on the job's slot thread.
-    fn work(&self, job: &Job) -> Outcome;
+    fn work(&self, job: &Job) -> RunResult;
     /// [`JobRunner::work`], also saying what the run's history entry records of it
     /// (exit code, signal, output tail); the slots call this one.
-    fn run(&self, job: &Job) -> (Outcome, crate::history::RunDetails) {
+    fn run(&self, job: &Job) -> (RunResult, crate::history::RunDetails) {
         (self.work(job), crate::history::RunDetails::default())
     }
     /// Asks a running job to stop (`force`: at once). Called from the loop thread on
@@ -110,7 +110,7 @@ pub struct FnRunner<F> {
     f: F,
 }
 
-impl<F: Fn(&Job) -> Outcome + Send + Sync> FnRunner<F> {
+impl<F: Fn(&Job) -> RunResult + Send + Sync> FnRunner<F> {
     /// A runner for the queue string `queues` (e.g. `A:A:B`) running `f` per job.
     pub fn new(queues: &str, f: F) -> Result<FnRunner<F>> {
         Ok(FnRunner {
@@ -120,11 +120,11 @@ impl<F: Fn(&Job) -> Outcome + Send + Sync> FnRunner<F> {
     }
 }
 
-impl<F: Fn(&Job) -> Outcome + Send + Sync> JobRunner for FnRunner<F> {
+impl<F: Fn(&Job) -> RunResult + Send + Sync> JobRunner for FnRunner<F> {
     fn queues(&self) -> Vec<String> {
         self.queues.clone()
     }
-    fn work(&self, job: &Job) -> Outcome {
+    fn work(&self, job: &Job) -> RunResult {
         (self.f)(job)
     }
 }

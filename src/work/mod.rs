@@ -41,7 +41,7 @@ pub mod runner;
 mod slots;
 mod spawn;
 
-pub use crate::policy::Outcome;
+pub use crate::policy::RunResult;
 pub use api::{
     parse_queues, recover_after, FnRunner, Job, JobRunner, Settings, FENCE_AFTER, FENCE_MARGIN,
     HOLD_AT_MOST, LEASE_MARGIN, POLL_EVERY,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use redis::{Pipeline, RedisError, RedisResult, Value};
 
 use crate::{
-    policy::{decide, End, Outcome, Policy},
+    policy::{decide, End, Policy, RunResult},
     redis::clock::RedisClock,
     redis::keys::Keys,
     redis::registry,
@@ -95,10 +95,10 @@ impl Outbox {
                     "job {} was stopped after {secs:.2}s: its worker could not confirm it to redis (FNC)",
                     e.job.id
                 ),
-                End::Outcome(Outcome::Failed(why)) => {
+                End::Reported(RunResult::Failed(why)) => {
                     crate::log_warn!("job {} failed after {secs:.2}s: {why} (DIE)", e.job.id)
                 }
-                End::Outcome(o) => {
+                End::Reported(o) => {
                     crate::log_debug!("job {} ended after {secs:.2}s: {o:?}", e.job.id)
                 }
             }
@@ -324,26 +324,26 @@ fn finish_results(
 /// `lost`: the prefix lost its schedules, which an unset or a recovery then says.
 fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'static str) {
     use crate::history::{millis, origin, Outcome as H, Stored, WORKER};
-    use crate::policy::Mode;
+    use crate::policy::AfterRun;
     use std::borrow::Cow;
-    let outcome = match (&f.end, d.mode) {
-        (_, Mode::Unset) => H::Unset,
-        (_, Mode::Bad) => H::Bad,
+    let outcome = match (&f.end, d.after) {
+        (_, AfterRun::Unset) => H::Unset,
+        (_, AfterRun::Bad) => H::Bad,
         (End::TimedOut, _) => H::TimedOut,
         (End::Interrupted, _) => H::Interrupted,
         (End::Fenced, _) => H::Fenced,
         (End::Recovered, _) => H::Recovered,
-        (End::Outcome(Outcome::Failed(_)), _) => H::Failed,
-        (End::Outcome(Outcome::Stop), _) => H::Stopped,
-        (End::Outcome(Outcome::Unset), _) => H::Unset,
-        (End::Outcome(Outcome::Success { backoff: Some(_) }), _) => H::Backoff,
-        (End::Outcome(Outcome::Success { backoff: None }), _) => H::Ok,
+        (End::Reported(RunResult::Failed(_)), _) => H::Failed,
+        (End::Reported(RunResult::Stop), _) => H::Stopped,
+        (End::Reported(RunResult::Unset), _) => H::Unset,
+        (End::Reported(RunResult::Success { backoff: Some(_) }), _) => H::Backoff,
+        (End::Reported(RunResult::Success { backoff: None }), _) => H::Ok,
     };
     let (start, end) = f.span;
     let (host, pid) = origin();
     let detail = match &f.end {
-        End::Outcome(Outcome::Failed(why)) => Cow::Borrowed(why.as_str()),
-        End::Outcome(Outcome::Success { backoff: Some(n) }) => format!("backoff {n}s").into(),
+        End::Reported(RunResult::Failed(why)) => Cow::Borrowed(why.as_str()),
+        End::Reported(RunResult::Success { backoff: Some(n) }) => format!("backoff {n}s").into(),
         _ if outcome == H::Bad => "its schedule cannot be read".into(),
         _ if lost && matches!(outcome, H::Unset | H::Recovered) => registry::LOST_SCHEDULES.into(),
         _ => "".into(),

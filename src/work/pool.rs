@@ -15,7 +15,7 @@ use std::{
 
 use crate::{
     history::RunDetails,
-    policy::{End, Outcome},
+    policy::{End, RunResult},
     work::api::{Job, HOLD_AT_MOST},
     work::permits::{Permit, Permits},
 };
@@ -194,19 +194,19 @@ impl Pool {
 
     /// Records how the job of `slot` ended. True if the loop has yet to be told that
     /// jobs ended (nothing else ended since it last took them).
-    pub fn end(&self, slot: usize, outcome: Outcome, details: RunDetails) -> bool {
+    pub fn end(&self, slot: usize, outcome: RunResult, details: RunDetails) -> bool {
         let mut state = self.lock();
         let Some(r) = state.running.remove(&slot) else {
             return false;
         };
         // A job that failed past its fencing instant was killed by the guard while
         // the loop could not act (frozen, or waiting on Redis).
-        let guarded = matches!(outcome, Outcome::Failed(_)) && Instant::now() >= r.fence_at;
+        let guarded = matches!(outcome, RunResult::Failed(_)) && Instant::now() >= r.fence_at;
         let end = match r.kill_at {
             _ if r.fenced || guarded => End::Fenced,
             Some(_) if r.interrupted => End::Interrupted,
             Some(_) => End::TimedOut,
-            None => End::Outcome(outcome),
+            None => End::Reported(outcome),
         };
         state.ended.push(Ended {
             job: r.job,

@@ -25,7 +25,7 @@ use crate::{
     history::{self, RunDetails},
     limits,
     limits::OutputLimits,
-    policy::Outcome,
+    policy::RunResult,
     work::api::{Job, JobRunner},
     work::guard::Guard,
     work::output::{tail_text, RunOutput},
@@ -377,14 +377,14 @@ impl JobRunner for CommandRunner {
         self.timeouts.get(queue).copied()
     }
 
-    fn work(&self, job: &Job) -> Outcome {
+    fn work(&self, job: &Job) -> RunResult {
         self.run(job).0
     }
 
-    fn run(&self, job: &Job) -> (Outcome, RunDetails) {
+    fn run(&self, job: &Job) -> (RunResult, RunDetails) {
         // No job starts without a guard process watching (one killed is replaced).
         self.guard.ensure();
-        let failed = |why: String| (Outcome::Failed(why), RunDetails::default());
+        let failed = |why: String| (RunResult::Failed(why), RunDetails::default());
         let backoff_file = self.backoff_file(job.slot);
         if let Err(e) = prepare_backoff(&backoff_file) {
             return failed(format!("cannot prepare the backoff file: {e}"));
@@ -425,19 +425,19 @@ impl JobRunner for CommandRunner {
             ..RunDetails::default()
         };
         let outcome = match child.wait() {
-            Err(e) => Outcome::Failed(format!("cannot wait for the command: {e}")),
+            Err(e) => RunResult::Failed(format!("cannot wait for the command: {e}")),
             Ok(st) => {
                 details.exit = st.code();
                 details.signal = st.signal();
                 match st.code() {
-                    Some(0) => Outcome::Success {
+                    Some(0) => RunResult::Success {
                         backoff: read_backoff(&backoff_file, &job.id),
                     },
-                    Some(EXIT_STOP) => Outcome::Stop,
-                    Some(EXIT_UNSET) => Outcome::Unset,
-                    Some(code) => Outcome::Failed(format!("exit code {code}")),
+                    Some(EXIT_STOP) => RunResult::Stop,
+                    Some(EXIT_UNSET) => RunResult::Unset,
+                    Some(code) => RunResult::Failed(format!("exit code {code}")),
                     None => {
-                        Outcome::Failed(format!("killed by signal {}", st.signal().unwrap_or(0)))
+                        RunResult::Failed(format!("killed by signal {}", st.signal().unwrap_or(0)))
                     }
                 }
             }

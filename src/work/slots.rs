@@ -8,7 +8,7 @@ use std::{
 
 use crate::{
     error::{Error, Result},
-    policy::Outcome,
+    policy::RunResult,
     work::{api::JobRunner, events::Event, pool::Pool},
 };
 
@@ -33,7 +33,7 @@ pub(super) fn spawn_slots(
                     }
                     let (outcome, details) = catch_unwind(AssertUnwindSafe(|| runner.run(&job)))
                         .unwrap_or_else(|_| {
-                            let failed = Outcome::Failed("the job panicked".into());
+                            let failed = RunResult::Failed("the job panicked".into());
                             (failed, Default::default())
                         });
                     let first = pool.end(slot, outcome, details);

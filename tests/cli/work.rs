@@ -731,7 +731,7 @@ pub fn in_process<F>(
     std::thread::JoinHandle<redbike::error::Result<()>>,
 )
 where
-    F: Fn(&redbike::work::Job) -> redbike::work::Outcome + Send + Sync + 'static,
+    F: Fn(&redbike::work::Job) -> redbike::work::RunResult + Send + Sync + 'static,
 {
     use redbike::{
         config::{Config, Overrides},
@@ -768,7 +768,7 @@ pub fn ids(prefix: &str, n: usize) -> Vec<String> {
 
 #[test]
 fn in_process_worker_runs_closures() {
-    use redbike::work::Outcome;
+    use redbike::work::RunResult;
     use std::sync::{atomic::AtomicUsize, atomic::Ordering, Arc};
     let t = Setup::new();
     t.set("a:A", "CONTINUE");
@@ -778,9 +778,9 @@ fn in_process_worker_runs_closures() {
     let (shutdown, th) = in_process(&t, "A:B", 1, move |job| {
         counter.fetch_add(1, Ordering::SeqCst);
         if job.id == "a:A" && counter.load(Ordering::SeqCst) > 10 {
-            Outcome::Stop
+            RunResult::Stop
         } else {
-            Outcome::Success { backoff: None }
+            RunResult::Success { backoff: None }
         }
     });
     assert!(t.wait_status("a:A", "STP"));
@@ -794,7 +794,7 @@ fn in_process_worker_runs_closures() {
 /// (two round trips in flight); the claims still follow the weighting exactly.
 #[test]
 fn claims_in_flight_keep_the_weighting() {
-    use redbike::work::Outcome;
+    use redbike::work::RunResult;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
     let ids: Vec<String> = (0..100)
@@ -811,7 +811,7 @@ fn claims_in_flight_keep_the_weighting() {
     let seen = Arc::clone(&order);
     let (shutdown, th) = in_process(&t, "A:A:B", 1, move |job| {
         seen.lock().unwrap().push_str(&job.id[..1]);
-        Outcome::Success { backoff: None }
+        RunResult::Success { backoff: None }
     });
     let until = Instant::now() + Duration::from_secs(30);
     while order.lock().unwrap().len() < 300 && Instant::now() < until {
@@ -826,7 +826,7 @@ fn claims_in_flight_keep_the_weighting() {
 /// of their queue, in order, when it stops: as if never claimed, none lost or leased.
 #[test]
 fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
-    use redbike::work::Outcome;
+    use redbike::work::RunResult;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
     let all = ids("a", 40);
@@ -854,7 +854,7 @@ fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
                 s.request();
             }
         }
-        Outcome::Success { backoff: None }
+        RunResult::Success { backoff: None }
     });
     *stop.lock().unwrap() = Some(shutdown.clone());
     let finished = wait_until(10.0, || th.is_finished());
@@ -887,7 +887,7 @@ fn jobs_claimed_ahead_go_back_to_the_head_of_the_queue_on_stop() {
 /// but for one stopped (`set STOP`) while it was held, which stays stopped.
 #[test]
 fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
-    use redbike::work::Outcome;
+    use redbike::work::RunResult;
     use std::sync::{Arc, Mutex};
     let t = Setup::new();
     let mut all = ids("a", 6);
@@ -913,7 +913,7 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
         } else {
             std::thread::sleep(Duration::from_millis(5));
         }
-        Outcome::Success { backoff: None }
+        RunResult::Success { backoff: None }
     });
     assert!(wait_until(10.0, || long_started.lock().unwrap().is_some()));
     let (at, leased) = long_started.lock().unwrap().unwrap();
@@ -997,7 +997,7 @@ fn a_stopped_worker_leaves_every_job_run_or_queued() {
 /// one call each, in chunks) lease, run and record every job once, with its own schedule.
 #[test]
 fn batches_larger_than_a_script_chunk_are_claimed_and_recorded_whole() {
-    use redbike::work::Outcome;
+    use redbike::work::RunResult;
     use std::collections::HashMap;
     use std::sync::{Arc, Condvar, Mutex};
     const SLOTS: usize = 1100;
@@ -1027,7 +1027,7 @@ fn batches_larger_than_a_script_chunk_are_claimed_and_recorded_whole() {
         let (open, cv) = &*wait;
         let open = open.lock().unwrap();
         let _ = cv.wait_timeout_while(open, Duration::from_secs(20), |o| !*o);
-        Outcome::Stop
+        RunResult::Stop
     });
     let all_leased = wait_until(20.0, || con.zcard::<_, usize>("t-leases").unwrap() == SLOTS);
     let queued_then: usize = con.llen("t-work-A").unwrap();

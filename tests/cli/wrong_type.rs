@@ -852,7 +852,7 @@ fn a_worker_records_other_outcomes_past_a_job_whose_keys_turned_odd() {
 /// (The jobs stay in the running index, for recovery once the key is fixed.)
 #[test]
 fn hand_backs_over_odd_keys_do_not_keep_a_worker_from_stopping() {
-    use redbike::work::Outcome;
+    use redbike::work::RunResult;
     use std::sync::{Arc, Mutex};
     let t = crate::work::Setup::new();
     crate::work::queue_in_order(&t, &crate::work::ids("a", 40));
@@ -877,7 +877,7 @@ fn hand_backs_over_odd_keys_do_not_keep_a_worker_from_stopping() {
                 s.request();
             }
         }
-        Outcome::Success { backoff: None }
+        RunResult::Success { backoff: None }
     });
     *stop.lock().unwrap() = Some(shutdown.clone());
     // (A second stop request would end the test process: none is made.)

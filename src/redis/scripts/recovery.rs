@@ -7,7 +7,7 @@ use redis::{Connection, RedisResult};
 
 use crate::{
     jobid::queue_of,
-    policy::{decide_recovery, Decision, Mode, Policy},
+    policy::{decide_recovery, AfterRun, Decision, Policy},
     redis::keys::Keys,
     redis::scripts,
     redis::store::{Placed, Store},
@@ -107,7 +107,7 @@ pub(crate) fn recover(
     keys: &Keys,
     r: &Recover<'_>,
 ) -> RedisResult<RecoverReply> {
-    let (action, due) = r.decision.mode.recover_wire();
+    let (action, due) = r.decision.after.recover_wire();
     let mut inv = scripts::RECOVER.prepare_invoke();
     for key in keys.job_keys(r.jobid) {
         inv.key(key);
@@ -120,7 +120,7 @@ pub(crate) fn recover(
         .key(&keys.due)
         .key(&keys.paused)
         .key(&keys.rerun);
-    let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, r.decision.mode));
+    let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, r.decision.after));
     inv.arg(r.jobid)
         .arg(r.lost.wire())
         .arg(r.schedule.unwrap_or("\0"))
@@ -141,11 +141,11 @@ pub(crate) fn recover(
 /// The history entry of a recovery; `bad` when the job's schedule cannot be read, so
 /// it is marked BAD instead of put back. A job unset while it ran gets this entry in
 /// the recent runs only (recover.lua drops its history).
-fn recovery_entry(id: &str, lost: Lost, mode: Mode) -> String {
+fn recovery_entry(id: &str, lost: Lost, mode: AfterRun) -> String {
     use crate::history::{Entry, Outcome};
     let now = crate::schedule::timestamp::now_precise();
     let (outcome, detail) = match mode {
-        Mode::Bad => (Outcome::Bad, "its schedule cannot be read"),
+        AfterRun::Bad => (Outcome::Bad, "its schedule cannot be read"),
         _ if lost == Lost::Index => (
             Outcome::Recovered,
             "its worker stopped refreshing its lease",

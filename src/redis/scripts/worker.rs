@@ -152,7 +152,7 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.rerun)
         .key(&keys.unfiled_runs);
     for f in runs {
-        let (mode, (action, due)) = f.decision.mode.wire();
+        let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
         inv.key(keys.queue(q))
             .key(keys.members(q))
