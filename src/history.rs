@@ -353,7 +353,7 @@ impl Entry {
     }
 }
 
-/// What a run's command said about its end, beyond the [`crate::policy::Outcome`].
+/// What a run's command said about its end, beyond the [`crate::policy::RunResult`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunDetails {
     /// The exit code.
