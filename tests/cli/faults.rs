@@ -205,7 +205,7 @@ fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
     let mut con = t.s.con();
     let mut first = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
     // SIGKILL as soon as its first batch is out of the timeline.
-    assert!(wait_until(10.0, || {
+    assert!(wait_until(30.0, || {
         con.zcard::<_, usize>("t-timeline").unwrap() < n || matches!(first.try_wait(), Ok(Some(_)))
     }));
     let _ = first.kill();
@@ -213,7 +213,7 @@ fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
     let left: usize = con.zcard("t-timeline").unwrap();
     let second = bike(&t.s, t.d.path()).args(["dispatch"]).spawn();
     assert!(
-        wait_until(10.0, || con.zcard::<_, usize>("t-timeline").unwrap() == 0),
+        wait_until(60.0, || con.zcard::<_, usize>("t-timeline").unwrap() == 0),
         "the second dispatcher left jobs on the timeline"
     );
     let mut all: Vec<String> = Vec::new();
@@ -237,9 +237,9 @@ fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
     );
     // The timeline may have been empty at once (the first dispatcher was done before the
     // kill): wait until the second one runs, so SIGTERM finds its handlers in place.
-    assert!(wait_stderr(&second, "dispatcher starting", 10.0));
+    assert!(wait_stderr(&second, "dispatcher starting", 30.0));
     signal(&second, libc::SIGTERM);
-    let (code, err) = finish(second, 5.0);
+    let (code, err) = finish(second, 30.0);
     assert_eq!(code, Some(0), "{err}");
 }
 
