@@ -46,7 +46,7 @@ fn worker(t: &Setup, args: &[&str]) -> Bg {
 /// Stops a worker with HALT, then clears HALT.
 fn halt(t: &Setup, w: Bg) {
     bike(&t.s, t.d.path()).args(["control", "HALT"]).ok();
-    let (code, err) = w.finish(15.0);
+    let (code, err) = w.finish(30.0);
     assert_eq!(code, Some(0), "{err}");
     bike(&t.s, t.d.path()).args(["control", "RESUME"]).ok();
 }
@@ -92,7 +92,7 @@ fn two_running_one_of_them_stopped(t: &Setup, args: &[&str]) -> Bg {
     t.set("hang1:A", "NOW");
     t.set("hang2:A", "NOW");
     let w = worker(t, args);
-    assert!(wait_until(10.0, || starts(t, "hang1:A") == 1
+    assert!(wait_until(30.0, || starts(t, "hang1:A") == 1
         && starts(t, "hang2:A") == 1));
     t.set("hang2:A", "STOP");
     w
@@ -101,7 +101,7 @@ fn two_running_one_of_them_stopped(t: &Setup, args: &[&str]) -> Bg {
 /// A dispatcher recovers both from the running index (within 25 s).
 fn both_recovered(t: &Setup) {
     assert!(
-        wait_until(25.0, || ["hang1:A", "hang2:A"]
+        wait_until(45.0, || ["hang1:A", "hang2:A"]
             .iter()
             .all(|id| failure(t, id).starts_with("REC:"))),
         "not recovered"
@@ -116,7 +116,7 @@ fn only_the_one_off_runs_again(t: &Setup) {
     assert!(!queued(t, "hang2:A"), "the stopped job was queued again");
     let again = worker(t, &["A", "--grace", "1"]);
     assert!(
-        wait_until(10.0, || starts(t, "hang1:A") == 2),
+        wait_until(30.0, || starts(t, "hang1:A") == 2),
         "no second run"
     );
     halt(t, again);
