@@ -61,7 +61,7 @@ fn moves_due_jobs_and_leaves_future_ones() {
     let status: String = s.con().hget("t-statuses", "past:A").unwrap();
     assert!(status.starts_with("ENQ:"));
     bike(&s, d.path()).args(["control", "HALT"]).ok();
-    let (code, err) = finish(child, 5.0);
+    let (code, err) = finish(child, 15.0);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("dispatched 1 job(s)"), "{err}");
 }
@@ -92,7 +92,7 @@ fn enqueue_rule_is_honoured() {
     let queued: Vec<String> = con.lrange("t-work-A", 0, -1).unwrap();
     assert_eq!(queued, ["running:A", "queued:A"]);
     signal(&child, libc::SIGTERM);
-    assert_eq!(finish(child, 5.0).0, Some(0));
+    assert_eq!(finish(child, 15.0).0, Some(0));
 }
 
 #[test]
@@ -122,7 +122,7 @@ fn two_dispatchers_never_queue_a_job_twice() {
     assert_eq!((total, all.len()), (n, n));
     bike(&s, d.path()).args(["control", "HALT"]).ok();
     for child in [a, b] {
-        let (code, err) = finish(child, 5.0);
+        let (code, err) = finish(child, 15.0);
         assert_eq!(code, Some(0), "{err}");
     }
 }
@@ -150,7 +150,7 @@ fn set_wakes_the_dispatcher_at_once() {
     }
     assert!(fastest < Duration::from_millis(400), "fastest {fastest:?}");
     signal(&child, libc::SIGINT);
-    assert_eq!(finish(child, 5.0).0, Some(0));
+    assert_eq!(finish(child, 15.0).0, Some(0));
 }
 
 /// What Python's set writes for a job due at `due`: no wake-up message.
@@ -188,7 +188,7 @@ fn python_style_timeline_entries_are_found_within_the_quiet_bound_then_every_sec
     place_python_style(&s, "py2:A", now());
     assert!(wait_until(1.5, || llen(&s, "t-work-A") == 2));
     signal(&child, libc::SIGTERM);
-    let (code, err) = finish(child, 5.0);
+    let (code, err) = finish(child, 15.0);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("Python peers seen"), "{err}");
 }
@@ -205,7 +205,7 @@ fn python_peers_yes_finds_python_style_entries_within_a_second() {
     place_python_style(&s, "py:A", now());
     assert!(wait_until(1.5, || llen(&s, "t-work-A") == 1));
     signal(&child, libc::SIGTERM);
-    assert_eq!(finish(child, 5.0).0, Some(0));
+    assert_eq!(finish(child, 15.0).0, Some(0));
 }
 
 #[test]
@@ -226,7 +226,7 @@ fn a_quiet_dispatcher_wakes_for_the_jobs_it_is_told_of() {
     let seen: Option<String> = s.con().get("t-python-seen").unwrap();
     assert_eq!(seen, None);
     signal(&child, libc::SIGTERM);
-    assert_eq!(finish(child, 5.0).0, Some(0));
+    assert_eq!(finish(child, 15.0).0, Some(0));
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn halt_stops_it_and_start_clears_halt() {
     assert!(child.try_wait().unwrap().is_none());
     let t = Instant::now();
     bike(&s, d.path()).args(["control", "HALT"]).ok();
-    let (code, err) = finish(child, 5.0);
+    let (code, err) = finish(child, 15.0);
     assert_eq!(code, Some(0), "{err}");
     assert!(t.elapsed() < Duration::from_secs(2));
     assert!(err.contains("HALT"), "{err}");
@@ -259,7 +259,7 @@ fn signals_stop_it_cleanly() {
         let child = dispatcher(&s, d.path());
         assert!(wait_until(5.0, || path(&d, ".redbike.timefile").exists()));
         signal(&child, sig);
-        let (code, err) = finish(child, 5.0);
+        let (code, err) = finish(child, 15.0);
         assert_eq!(code, Some(0), "signal {sig}: {err}");
         assert!(err.contains("stopping on signal"), "{err}");
         std::fs::remove_file(path(&d, ".redbike.timefile")).unwrap();
@@ -270,18 +270,24 @@ fn signals_stop_it_cleanly() {
 fn timefile_is_written_and_drives_catch_up() {
     let s = RedisServer::start();
     let d = workdir();
+    // Each pass writes its own second: not before this, not after the read below,
+    // however late the passes run on a loaded host.
+    let before = now();
     let child = dispatcher(&s, d.path());
     let tf = path(&d, ".redbike.timefile");
-    assert!(wait_until(5.0, || tf.exists()));
+    assert!(wait_until(30.0, || tf.exists()));
     std::thread::sleep(Duration::from_millis(1200));
     let t: i64 = std::fs::read_to_string(&tf)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    assert!((now() - t).abs() <= 2, "timefile {t}");
+    assert!(
+        before <= t && t <= now(),
+        "timefile {t}, started at {before}"
+    );
     signal(&child, libc::SIGTERM);
-    assert_eq!(finish(child, 5.0).0, Some(0));
+    assert_eq!(finish(child, 15.0).0, Some(0));
     // Simulate two hours of downtime: the timefile says the last pass was then.
     let then = now() - 7200;
     std::fs::write(&tf, then.to_string()).unwrap();
@@ -294,7 +300,7 @@ fn timefile_is_written_and_drives_catch_up() {
         .args(["dispatch", "--schedules", "s.csv"])
         .spawn();
     // The missed hourly run is caught up once, not twice.
-    assert!(wait_until(5.0, || llen(&s, "t-work-A") == 1));
+    assert!(wait_until(30.0, || llen(&s, "t-work-A") == 1));
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(llen(&s, "t-work-A"), 1);
     let next: Option<f64> = s.con().zscore("t-timeline", "hourly:A").unwrap();
@@ -305,7 +311,7 @@ fn timefile_is_written_and_drives_catch_up() {
     let future: Option<f64> = s.con().zscore("t-timeline", "future:A").unwrap();
     assert_eq!(future, Some(4_000_000_000.0));
     signal(&child, libc::SIGTERM);
-    assert_eq!(finish(child, 5.0).0, Some(0));
+    assert_eq!(finish(child, 15.0).0, Some(0));
 }
 
 #[test]
@@ -400,7 +406,7 @@ fn rides_out_a_redis_restart() {
     bike(&s, d.path()).args(["set", "after:A", "AT:100"]).ok();
     assert!(wait_until(15.0, || llen(&s, "t-work-A") == 1));
     signal(&child, libc::SIGTERM);
-    let (code, err) = finish(child, 5.0);
+    let (code, err) = finish(child, 15.0);
     assert_eq!(code, Some(0), "{err}");
 }
 
