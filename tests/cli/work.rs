@@ -963,7 +963,10 @@ fn jobs_claimed_ahead_behind_a_long_job_are_handed_back() {
     assert!(wait_until(60.0, || ran.lock().unwrap().len() >= all.len()));
     shutdown.request();
     th.join().unwrap().unwrap();
-    assert!(back, "jobs behind the long one were not handed back while it ran");
+    assert!(
+        back,
+        "jobs behind the long one were not handed back while it ran"
+    );
     assert_eq!(queued, behind);
     assert_eq!(*ran.lock().unwrap(), all, "jobs ran out of order or twice");
     assert!(
