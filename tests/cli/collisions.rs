@@ -62,8 +62,8 @@ fn a_worker_of_queue_control_is_woken_like_any_other() {
     // its workers used to ignore the wake-ups there and find jobs only by polling.
     let t = Setup::new();
     let mut w = Bg(Some(t.worker(&["control"])));
-    assert!(wait_stderr(w.child(), "worker starting", 10.0));
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Listening before the first job: a wake-up sent earlier would be lost.
+    assert!(wait_subscribed(&t.s, "t-wake-control"), "not subscribed");
     let mut quick = 0;
     for i in 0..6 {
         let id = format!("c{i}:control");

@@ -199,8 +199,8 @@ fn a_worker_missing_an_acl_permission_exits_78_at_start() {
 fn a_queue_key_turning_wrong_type_later_is_retried_with_few_log_lines() {
     let t = Setup::new();
     let w = Bg(Some(t.worker(&["A"])));
-    assert!(wait_stderr(w.child(), "worker starting", 10.0));
-    std::thread::sleep(Duration::from_millis(500));
+    // Listening before the wake-up below, which it would otherwise miss.
+    assert!(wait_subscribed(&t.s, "t-wake-A"), "not subscribed");
     let _: () = t.s.con().set("t-work-A", "not a list").unwrap();
     // Woken (as `set` wakes it), the worker claims and meets the key; for 4 s it keeps
     // trying with backoff and says so once (a reminder comes only after a minute).
