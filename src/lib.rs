@@ -87,6 +87,10 @@
 //!   (`snapshot.rs`), the view's state and keys (`app.rs`), drawing it (`render.rs`),
 //!   the terminal and the reader thread (`mod.rs`). Its `r`, `p` and `u` keys act
 //!   through `operator/control.rs`, as `redbike run`, `pause` and `resume` do.
+//! - `serve/`: `redbike serve`, the HTTP view: the reads of a prefix, cached between
+//!   viewers (`cache.rs`), the JSON API and `/metrics` (`api.rs`), the control routes
+//!   and their token and origin checks (`control.rs`), the embedded dashboard
+//!   (`dashboard.rs`, with `assets/`), the listener and its limits (`mod.rs`).
 //! - `schedule/`: the schedule language: RRULEs (`rule.rs`: the rule and its
 //!   evaluation; the parser in `rule/parse.rs`, the expansion in `rule/engine.rs`),
 //!   cron lines (`cron.rs`), the calendar arithmetic both share (`calendar.rs`), unix
@@ -109,7 +113,8 @@
 //! modules nor files of a folder import each other in a circle, and that this section
 //! names every file of `src/`; its table `MAY_IMPORT` holds the rules):
 //!
-//! 1. `cli` uses everything.
+//! 1. `cli` uses everything; `serve` is used by `cli` only, and uses `operator`, `top`
+//!    and the layers below (never `dispatch` nor `work`'s loops).
 //! 2. `top`, which acts through `operator` (`control.rs`); `operator`, `dispatch` and
 //!    `work`, never each other (`operator` and `top` read the worker's queue syntax
 //!    from `work`).
@@ -139,6 +144,7 @@ pub mod operator;
 mod policy;
 pub mod redis;
 pub mod schedule;
+pub mod serve;
 pub mod shard;
 pub mod shutdown;
 pub(crate) mod status;

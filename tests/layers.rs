@@ -21,6 +21,8 @@ use std::{
 const MAY_IMPORT: &[(&str, &str)] = &[
     // 1.
     ("cli", "*"),
+    // `redbike serve`: used by the command line only, off the loops' code.
+    ("serve", "operator top shard config redis history policy jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // 2. `top` acts through `operator` (run, pause, resume); none uses the loops.
     ("top", "operator work shard config redis history policy jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     ("operator", "work shard config redis history policy jitter error shutdown log schedule host jobid limits status test_hook terminal"),

@@ -61,6 +61,9 @@ _redbike() {
             redbike,schedules)
                 cmd="redbike__subcmd__schedules"
                 ;;
+            redbike,serve)
+                cmd="redbike__subcmd__serve"
+                ;;
             redbike,set)
                 cmd="redbike__subcmd__set"
                 ;;
@@ -127,6 +130,9 @@ _redbike() {
             redbike__subcmd__help,schedules)
                 cmd="redbike__subcmd__help__subcmd__schedules"
                 ;;
+            redbike__subcmd__help,serve)
+                cmd="redbike__subcmd__help__subcmd__serve"
+                ;;
             redbike__subcmd__help,set)
                 cmd="redbike__subcmd__help__subcmd__set"
                 ;;
@@ -155,7 +161,7 @@ _redbike() {
 
     case "${cmd}" in
         redbike)
-            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top ping completions help"
+            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -329,7 +335,7 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help)
-            opts="set unset run pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top ping completions help"
+            opts="set unset run pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -539,6 +545,20 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help__subcmd__schedules)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -987,6 +1007,48 @@ _redbike() {
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__serve)
+            opts="-c -v -q -h --listen --allow-control --token-file --queues --config --redis-url --prefix --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --queues)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -310,6 +310,9 @@ pub enum Command {
         #[arg(long, value_name = "QUEUES")]
         queues: Option<String>,
     },
+    /// Serve the prefix over HTTP: a dashboard, a JSON API and Prometheus /metrics
+    #[command(after_long_help = help::SERVE)]
+    Serve(crate::serve::Flags),
     /// Connect with the effective settings and print the server, role, version and
     /// latency reached (to debug TLS, ACL, Sentinel and Cluster set-ups)
     #[command(after_long_help = help::PING)]

@@ -443,6 +443,35 @@ shows a sample of them.
 --once prints one frame as plain text and exits (for scripts and logs), and is what \
 runs when standard output is not a terminal; its width is $COLUMNS, else 100.";
 
+/// `serve`: the routes, the Redis cost, control and its safeguards.
+pub const SERVE: &str = "\
+Serves one unsplit prefix over HTTP until SIGTERM or Ctrl-C: a dashboard at / (queues \
+with their depth, running jobs with their run time, the next due, recent failures, \
+paused jobs and queues, the processes alive, and a page per job with its schedule, next \
+run, history and output tails; it refreshes every 2 seconds and fits a phone), \
+Prometheus metrics at /metrics (what stats --format prometheus prints), and a JSON API: \
+/api/v1/overview, /api/v1/jobs/JOBID (what tell prints), /api/v1/history (history's \
+options as parameters: job, count, failures, since), /api/v1/stats (stats --format \
+json), /api/v1/ps (ps --format json) and /api/v1/paused. Errors are JSON, \
+{\"error\": \"...\"}: 404 for an unknown path, 400 for a bad parameter, 413 for a body \
+over 4096 bytes, 503 while Redis cannot be reached (serve keeps running and reconnects). \
+docs/serve.md lists every field.
+
+Redis cost: one connection; every reply is cached and shared by all viewers, and read \
+again only when asked for and older than 1 second (the overview, top's read), 2 seconds \
+(ps) or 5 seconds (stats and /metrics); a job's tell and each history query are cached \
+for 1 second. Nothing is read while nobody looks. With three queues and one process \
+alive the dashboard and /metrics cost at most about 25 commands a second in all, \
+however many people watch.
+
+Control: with --allow-control, POST /api/v1/jobs/JOBID/run, .../pause, .../resume, and \
+/api/v1/queues/QUEUE/pause and .../resume do what run, pause and resume do. Each needs \
+Authorization: Bearer TOKEN, the token of $REDBIKE_SERVE_TOKEN or of --token-file (at \
+least 16 characters; never on the command line, where ps would show it); requests from \
+another site (Origin, Sec-Fetch-Site) are refused. Without --allow-control these routes \
+answer 403. Serve speaks plain HTTP: keep it on loopback, or behind a proxy that adds \
+TLS, before sending a token over a network.";
+
 /// `ping`: what it prints and how each deployment is configured.
 pub const PING: &str = "\
 Prints one line per fact, KEY: VALUE: server (host:port reached), mode (standalone, \

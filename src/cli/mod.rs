@@ -219,6 +219,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         } => reports::cmd_stats(&config, format, queues.as_deref(), scan),
         Command::Ps { format } => reports::cmd_ps(&config, format),
         Command::Top { once, queues } => reports::cmd_top(&config, once, queues.as_deref()),
+        Command::Serve(flags) => crate::serve::run(&config, &flags).map(|()| ExitCode::Success),
         Command::Ping => processes::cmd_ping(&config),
         Command::Completions { shell } => cmd_completions(shell),
     }
