@@ -4,7 +4,10 @@
 use std::sync::Arc;
 
 use axum::{
-    extract::{rejection::QueryRejection, Path, Query, State},
+    extract::{
+        rejection::{PathRejection, QueryRejection},
+        Path, Query, State,
+    },
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     routing::get,
@@ -126,7 +129,17 @@ async fn ps(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
     Ok(json_bytes(StatusCode::OK, text.to_vec()))
 }
 
-async fn job(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
+/// A path parameter, or a JSON 400 (one that is not UTF-8, say).
+pub fn param(p: Result<Path<String>, PathRejection>) -> Result<String, ApiError> {
+    p.map(|Path(v)| v)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))
+}
+
+async fn job(
+    State(app): State<Arc<App>>,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<Response, ApiError> {
+    let id = param(id)?;
     let value = blocking(move || app.source.tell(&id)).await?;
     Ok(json_reply(StatusCode::OK, &value))
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::{
-    extract::{Path, State},
+    extract::{rejection::PathRejection, Path, State},
     http::{header, HeaderMap, StatusCode},
     response::Response,
     routing::post,
@@ -15,7 +15,7 @@ use axum::{
 use serde_json::json;
 
 use super::{
-    api::{blocking, json_reply, ApiError},
+    api::{blocking, json_reply, param, ApiError},
     App,
 };
 use crate::{
@@ -124,9 +124,10 @@ fn done(result: &str, message: String) -> Response {
 async fn run_job(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
     allow(&app, &headers)?;
+    let id = param(id)?;
     crate::jobid::validate_placeable(&id)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let report = {
@@ -158,9 +159,10 @@ async fn run_job(
 async fn pause_job(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
     allow(&app, &headers)?;
+    let id = param(id)?;
     crate::jobid::validate_stored(&id)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let paused = {
@@ -182,9 +184,10 @@ async fn pause_job(
 async fn resume_job(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
     allow(&app, &headers)?;
+    let id = param(id)?;
     crate::jobid::validate_stored(&id)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let resumed = {
@@ -211,9 +214,10 @@ async fn resume_job(
 async fn pause_queue(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(queue): Path<String>,
+    queue: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
     allow(&app, &headers)?;
+    let queue = param(queue)?;
     control::validate_queue(&queue)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let changed = {
@@ -237,9 +241,10 @@ async fn pause_queue(
 async fn resume_queue(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
-    Path(queue): Path<String>,
+    queue: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
     allow(&app, &headers)?;
+    let queue = param(queue)?;
     control::validate_queue(&queue)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
     let changed = {

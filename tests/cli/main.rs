@@ -23,6 +23,7 @@ mod operator;
 mod ops;
 mod output;
 mod security;
+mod serve;
 mod soak;
 mod text;
 mod top;
