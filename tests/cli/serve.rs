@@ -580,3 +580,198 @@ fn twenty_viewers_cost_redis_a_bounded_rate() {
     assert!(idle_cost <= 2, "{idle_cost} commands while nobody looked");
     drop(srv);
 }
+
+/// The flags `chromium` runs with in the tests: headless, nothing fetched behind the
+/// test's back, a profile of its own.
+const CHROMIUM_FLAGS: [&str; 8] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
+/// A chromedriver of the test's own, killed on drop.
+struct Driver(Child, u16);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts chromedriver, or `None` (and a [`skip`]) when chromium or chromedriver is
+/// missing.
+fn chromedriver() -> Option<Driver> {
+    let found = |name: &str| {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !found("chromium") || !found("chromedriver") {
+        skip(
+            "chromium or chromedriver is not installed (apt-get install chromium chromium-driver)",
+        );
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let driver = Driver(child, port);
+    assert!(wait_until(15.0, || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    Some(driver)
+}
+
+/// Evaluates `script` (a function body) in the page until it returns something other
+/// than null or false, for at most `secs`.
+async fn until(c: &fantoccini::Client, secs: u64, script: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let v = c.execute(script, vec![]).await.expect("script runs");
+        if !(v.is_null() || v == Value::Bool(false)) {
+            return v;
+        }
+        assert!(Instant::now() < end, "not within {secs} s: {script}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn the_dashboard_in_a_real_browser() {
+    let Some(driver) = chromedriver() else {
+        return;
+    };
+    let t = Setup::new();
+    std::fs::write(
+        path(&t.d, "job.sh"),
+        JOB.replace("case", "case \"$1\" in slow*) sleep 4;; esac\ncase"),
+    )
+    .unwrap();
+    t.set(HOSTILE, "FREQ=DAILY");
+    t.set("job:A", "FREQ=DAILY");
+    let srv = Served::start(
+        bike(&t.s, t.d.path()).env("REDBIKE_SERVE_TOKEN", TOKEN),
+        &["--allow-control"],
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| s.to_string()).collect();
+    args.push(format!("--user-data-dir={}", profile.path().display()));
+    args.push("--window-size=1100,900".into());
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({ "args": args }),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let c = fantoccini::ClientBuilder::new(
+            hyper_util::client::legacy::connect::HttpConnector::new(),
+        )
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", driver.1))
+        .await
+        .expect("a chromium session");
+        c.goto(&format!("{}/", srv.base)).await.unwrap();
+
+        // The jobs set by the CLI, the hostile id as text: no script element made.
+        let ids = until(
+            &c,
+            15,
+            "const a = [...document.querySelectorAll('#upcoming a.jobid')].map(e => e.textContent);
+             return a.length >= 2 ? a : null;",
+        )
+        .await;
+        let ids: Vec<&str> = ids.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(ids.contains(&HOSTILE) && ids.contains(&"job:A"), "{ids:?}");
+        let scripts = c
+            .execute("return document.querySelectorAll('body script').length", vec![])
+            .await
+            .unwrap();
+        assert_eq!(scripts, 0);
+        let prefix = c
+            .execute("return document.getElementById('prefix').textContent", vec![])
+            .await
+            .unwrap();
+        assert_eq!(prefix, "t");
+
+        // A run appears live in the running table.
+        let w = t.worker(&["A"]);
+        t.set("slow:A", "NOW");
+        until(
+            &c,
+            15,
+            "return [...document.querySelectorAll('#running a.jobid')].some(e => e.textContent === 'slow:A');",
+        )
+        .await;
+        if std::env::var_os("REDBIKE_UPDATE_SCREENSHOT").is_some() {
+            let png = c.screenshot().await.unwrap();
+            let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/serve-dashboard.png");
+            std::fs::write(out, png).unwrap();
+        }
+        t.stop(w);
+        bike(&t.s, t.d.path()).args(["control", "RESUME"]).ok();
+
+        // The job page: its schedule, then run now refused without the token...
+        c.goto(&format!("{}/#job={}", srv.base, encode("job:A"))).await.unwrap();
+        until(
+            &c,
+            10,
+            "return document.getElementById('job-fields').textContent.includes('FREQ=DAILY');",
+        )
+        .await;
+        c.find(fantoccini::Locator::Id("run-now")).await.unwrap().click().await.unwrap();
+        let refused = until(
+            &c,
+            10,
+            "const r = document.getElementById('control-result'); return r.dataset.status ? [r.dataset.status, r.textContent] : null;",
+        )
+        .await;
+        assert_eq!(refused[0], "401", "{refused}");
+        let queued: Vec<String> = t.s.con().lrange("t-work-A", 0, -1).unwrap();
+        assert!(queued.is_empty(), "{queued:?}");
+        // ...and done with it.
+        c.execute("document.getElementById('token-box').open = true; document.getElementById('control-result').dataset.status = '';", vec![])
+            .await
+            .unwrap();
+        c.find(fantoccini::Locator::Id("token")).await.unwrap().send_keys(TOKEN).await.unwrap();
+        c.find(fantoccini::Locator::Id("token-save")).await.unwrap().click().await.unwrap();
+        c.find(fantoccini::Locator::Id("run-now")).await.unwrap().click().await.unwrap();
+        let done = until(
+            &c,
+            10,
+            "const r = document.getElementById('control-result'); return r.dataset.status ? [r.dataset.status, r.textContent] : null;",
+        )
+        .await;
+        assert_eq!(done[0], "200", "{done}");
+        let queued: Vec<String> = t.s.con().lrange("t-work-A", 0, -1).unwrap();
+        assert_eq!(queued, ["job:A"]);
+
+        // The hostile job's page: its id and output as text.
+        c.goto(&format!("{}/#job={}", srv.base, encode(HOSTILE))).await.unwrap();
+        let wanted = serde_json::to_string(HOSTILE).unwrap();
+        until(
+            &c,
+            10,
+            &format!("return document.getElementById('job-id').textContent === {wanted} && document.getElementById('job-fields').textContent.includes('FREQ=DAILY');"),
+        )
+        .await;
+        let scripts = c
+            .execute("return document.querySelectorAll('body script').length", vec![])
+            .await
+            .unwrap();
+        assert_eq!(scripts, 0);
+        c.close().await.unwrap();
+    });
+}
