@@ -298,7 +298,10 @@ impl Source {
                 state.backoff = Backoff::new();
                 Ok(v)
             }
-            Err(e @ (Error::Input(_) | Error::JobId(_))) => Err(Failure::from(e)),
+            // A refused request leaves the connection as it was.
+            Err(e @ (Error::Input(_) | Error::JobId(_) | Error::Schedule(_))) => {
+                Err(Failure::from(e))
+            }
             Err(e) => Err(self.failed(state, e)),
         }
     }

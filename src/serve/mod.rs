@@ -193,7 +193,11 @@ async fn serve(app: Arc<App>, listen: SocketAddr, shutdown: &Shutdown) -> Result
     let routes = router(app);
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     while !shutdown.requested() {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            _ = stop.changed() => break,
+        };
+        let Ok(slot) = slot else {
             break;
         };
         let accepted = tokio::select! {

@@ -723,6 +723,21 @@ fn the_dashboard_in_a_real_browser() {
         t.stop(w);
         bike(&t.s, t.d.path()).args(["control", "RESUME"]).ok();
 
+        // Its output on its page: the escape sequence and the HTML as text.
+        c.goto(&format!("{}/#job={}", srv.base, encode("slow:A"))).await.unwrap();
+        let tail = until(
+            &c,
+            10,
+            "const t = document.querySelector('#job-history td.text'); return t && t.textContent.includes('slow:A') ? t.textContent : null;",
+        )
+        .await;
+        assert_eq!(tail, "out \u{1b}[31mred\u{1b}[0m <b>bold</b> slow:A");
+        let made = c
+            .execute("return document.querySelectorAll('#job-history b').length", vec![])
+            .await
+            .unwrap();
+        assert_eq!(made, 0);
+
         // The job page: its schedule, then run now refused without the token...
         c.goto(&format!("{}/#job={}", srv.base, encode("job:A"))).await.unwrap();
         until(
