@@ -386,7 +386,7 @@ fn overview_json(s: &Snapshot) -> Value {
 }
 
 /// The paused jobs read (one HSCAN page), by id.
-pub fn paused_jobs(slow: &Slow) -> Vec<Value> {
+fn paused_jobs(slow: &Slow) -> Vec<Value> {
     slow.paused
         .iter()
         .map(|p| json!({"jobid": p.jobid, "since": p.since, "note": p.note}))
