@@ -11,7 +11,7 @@ use std::{collections::HashMap, path::PathBuf, process::Child, thread, time::Dur
 
 use redis::Commands;
 
-use crate::{harness::*, liveness::Watch};
+use crate::{harness::*, overlap_watch::Watch};
 
 /// The job: records `start ID PID PPID TOKEN TIME` and `end ID PID TIME [term]` (a
 /// SIGTERM ends it at once, recorded). `long*` runs 60 s; `lease*` records whether

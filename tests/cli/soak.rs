@@ -27,7 +27,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{dispatch::finish, harness::*, liveness::Watch, work::Setup};
+use crate::{dispatch::finish, harness::*, overlap_watch::Watch, work::Setup};
 
 /// The soak's job: quick (`long*`: 3 s; `slow*`: 15 s; `deaf*`: 60 s, ignoring
 /// SIGTERM; one-offs: 1 s, so that the kills, pauses and partitions find some of them

@@ -1,4 +1,4 @@
-//! Local Redis topologies for the deployment tests (tests/cli/deploy.rs): a TLS server
+//! Local Redis topologies for the deployment tests (tests/cli/deployments.rs): a TLS server
 //! with a throwaway CA, a Sentinel set (master, replica, three sentinels) and a
 //! three-master Cluster. Each lives in its own temporary directory on free loopback
 //! ports; every process is SIGKILLed on drop and every wait is bounded in time.

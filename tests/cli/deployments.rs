@@ -1,4 +1,4 @@
-//! Deployments (issue 7): TLS, an ACL user, Sentinel with a failover and Redis Cluster,
+//! Deployments: TLS, an ACL user, Sentinel with a failover and Redis Cluster,
 //! each on a real local topology from `topology.rs`, configured through the
 //! `[redbike-redis]` table of a file passed with `-c`, and `redbike ping`.
 

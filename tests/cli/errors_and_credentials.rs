@@ -1,4 +1,4 @@
-//! Trust at the edges (issue 14, classes 3, 6, 8, 9): jobs never see redbike's Redis
+//! Errors and credentials at the edges: jobs never see redbike's Redis
 //! credentials; failing loops back off and log once per change of state, and errors
 //! that retrying cannot fix end a process with status 78; messages say what is wrong;
 //! no backoff directory is left behind; a stale timefile is named.
