@@ -41,6 +41,33 @@ pub fn offset_in(spreads: &BTreeMap<String, u64>, jobid: &str) -> i64 {
         .map_or(0, |s| offset(jobid, *s))
 }
 
+/// The next `count` runs of `schedule` after `after`, as `redbike next` lists them, for
+/// a job whose runs are shifted by `offset` seconds: fewer once the schedule ends. One
+/// run for `AT:`; none for schedules that run when a worker is free (`NOW`,
+/// `CONTINUE`) or never (`STOP`).
+pub fn next_runs(
+    schedule: &Schedule,
+    after: i64,
+    tz: Tz,
+    offset: i64,
+    count: usize,
+) -> Result<Vec<i64>, RuleError> {
+    let recurring = schedule.is_recurring();
+    let mut runs = Vec::new();
+    let mut after = after;
+    while runs.len() < count {
+        let Placement::Timeline(ts) = placement(schedule, after, tz, offset)? else {
+            break;
+        };
+        runs.push(ts);
+        if !recurring {
+            break;
+        }
+        after = ts;
+    }
+    Ok(runs)
+}
+
 /// Where `schedule` puts a job whose runs are shifted by `offset` seconds, with
 /// reference instant `after`: for a recurring schedule, the first occurrence after
 /// `after - offset`, plus `offset`; other schedules are not shifted.

@@ -219,7 +219,7 @@ pub(super) fn cmd_next(
     let offset = job.map_or(0, |id| jitter::offset_in(&config.jitter, id));
     let schedule = Schedule::parse_new(text)?;
     // Only computes runs, so it may reach back as far as rules do (1900).
-    let mut after = parse_ts_with(timestamp::parse_reference, "--after", after, config)?
+    let after = parse_ts_with(timestamp::parse_reference, "--after", after, config)?
         .unwrap_or_else(timestamp::now);
     let zone =
         Some(schedule.own_zone().unwrap_or(config.timezone)).filter(|z| *z != chrono_tz::Tz::UTC);
@@ -233,25 +233,19 @@ pub(super) fn cmd_next(
     };
     match &schedule {
         Schedule::Rule(_) | Schedule::Cron(_) => {
-            for _ in 0..count {
-                match jitter::placement(&schedule, after, config.timezone, offset)
-                    .map_err(rule_error(text))?
-                {
-                    Placement::Timeline(ts) => {
-                        print_line(&line(ts))?;
-                        after = ts;
-                    }
-                    _ => {
-                        // Like STOP: a valid rule that has ended, not an error.
-                        say!(
-                            "redbike: no run after {}: the schedule has ended (UNTIL or COUNT \
-                             used up, or the year 9999 ends); set and load store it as a \
-                             stopped job (status STP)",
-                            timestamp::iso_utc(after)
-                        );
-                        break;
-                    }
-                }
+            let runs = jitter::next_runs(&schedule, after, config.timezone, offset, count)
+                .map_err(rule_error(text))?;
+            for ts in &runs {
+                print_line(&line(*ts))?;
+            }
+            if runs.len() < count {
+                // Like STOP: a valid rule that has ended, not an error.
+                say!(
+                    "redbike: no run after {}: the schedule has ended (UNTIL or COUNT \
+                     used up, or the year 9999 ends); set and load store it as a \
+                     stopped job (status STP)",
+                    timestamp::iso_utc(runs.last().copied().unwrap_or(after))
+                );
             }
         }
         Schedule::At(ts) => print_line(&line(*ts))?,

@@ -195,6 +195,11 @@ impl Schedule {
         }
     }
 
+    /// Whether it runs again and again by itself: a rule, a rule set or a cron line.
+    pub fn is_recurring(&self) -> bool {
+        matches!(self, Schedule::Rule(_) | Schedule::Cron(_))
+    }
+
     /// The zone a rule or cron line names itself, if any.
     pub fn own_zone(&self) -> Option<Tz> {
         match self {

@@ -29,6 +29,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/api/v1/paused", get(paused))
         .route("/api/v1/history", get(history))
         .route("/api/v1/jobs/{id}", get(job))
+        .route("/api/v1/jobs/{id}/next", get(next))
 }
 
 /// An error reply: its status and `{"error": message}`.
@@ -141,6 +142,68 @@ async fn job(
 ) -> Result<Response, ApiError> {
     let id = param(id)?;
     let value = blocking(move || app.source.tell(&id)).await?;
+    Ok(json_reply(StatusCode::OK, &value))
+}
+
+/// The query parameters of `/api/v1/jobs/JOBID/next`: how many runs (1 to 100, 5 when
+/// left out).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NextParams {
+    count: Option<String>,
+}
+
+/// The job's next runs: the one on the timeline, then those `redbike next SCHEDULE
+/// --job JOBID` lists after it (its queue's jitter included), from what `tell` reads.
+async fn next(
+    State(app): State<Arc<App>>,
+    id: Result<Path<String>, PathRejection>,
+    params: Result<Query<NextParams>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let id = param(id)?;
+    let Query(p) = params.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let count = match p.count.as_deref() {
+        None => 5,
+        Some(c) => match c.parse::<usize>() {
+            Ok(n @ 1..=100) => n,
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("count: {c:?} is not a whole number from 1 to 100"),
+                ))
+            }
+        },
+    };
+    let source = Arc::clone(&app);
+    let job = id.clone();
+    let info = blocking(move || source.source.tell(&job)).await?;
+    let config = &app.source.config;
+    let text = info.get("schedule").and_then(Value::as_str);
+    // The run the timeline holds comes first (a one-off's, stored as STOP, is its only
+    // one), then the schedule's occurrences after it, or after now when the job is off
+    // the timeline (queued, running or paused).
+    let first = info.get("next_run").and_then(Value::as_i64);
+    let mut runs: Vec<i64> = first.into_iter().collect();
+    let mut unreadable = None;
+    match text.map(crate::schedule::Schedule::parse) {
+        None => {}
+        Some(Err(e)) => unreadable = Some(e.to_string()),
+        Some(Ok(schedule)) => {
+            let offset = crate::jitter::offset_in(&config.jitter, &id);
+            let after = first.unwrap_or_else(timestamp::now);
+            let more = count - runs.len();
+            match crate::jitter::next_runs(&schedule, after, config.timezone, offset, more) {
+                Ok(later) if first.is_none() || schedule.is_recurring() => runs.extend(later),
+                Ok(_) => {}
+                Err(e) => unreadable = Some(e.to_string()),
+            }
+        }
+    }
+    let runs: Vec<Value> = runs
+        .into_iter()
+        .map(|ts| json!({"unix": ts, "utc": timestamp::iso_utc(ts)}))
+        .collect();
+    let value = json!({"job": id, "schedule": text, "runs": runs, "unreadable": unreadable});
     Ok(json_reply(StatusCode::OK, &value))
 }
 

@@ -790,3 +790,47 @@ fn the_dashboard_in_a_real_browser() {
         c.close().await.unwrap();
     });
 }
+
+/// `/api/v1/jobs/JOBID/next` lists what `redbike next SCHEDULE --job JOBID` prints,
+/// jitter included; `count` is checked.
+#[test]
+fn next_runs_are_those_next_prints() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(path(&d, ".redbike.conf"), "[redbike.jitter]\nA = 3600\n").unwrap();
+    let daily = "FREQ=DAILY;BYHOUR=3;BYMINUTE=0;BYSECOND=0";
+    bike(&s, d.path()).args(["set", "daily:A", daily]).ok();
+    bike(&s, d.path())
+        .args(["set", "at:A", "AT:4000000000"])
+        .ok();
+    let srv = Served::start(bike(&s, d.path()), &[]);
+    // A one-off is stored as STOP: its timeline run is its only one.
+    for (id, schedule, stored, count) in [
+        ("daily:A", daily, daily, 3),
+        ("at:A", "AT:4000000000", "STOP", 2),
+    ] {
+        let api = srv.json(&format!("/api/v1/jobs/{}/next?count={count}", encode(id)));
+        let printed = bike(&s, d.path())
+            .args(["next", schedule, "--job", id, "-n", &count.to_string()])
+            .ok();
+        let runs: Vec<String> = api["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{} {}", r["unix"], r["utc"].as_str().unwrap()))
+            .collect();
+        let lines: Vec<String> = printed.lines().map(str::to_string).collect();
+        assert_eq!(runs, lines, "{id}");
+        assert_eq!(api["schedule"], stored);
+        assert_eq!(api["unreadable"], Value::Null);
+    }
+    let api = srv.json("/api/v1/jobs/daily:A/next");
+    assert_eq!(api["runs"].as_array().unwrap().len(), 5);
+    let unknown = srv.json("/api/v1/jobs/nobody:A/next");
+    assert_eq!(unknown["runs"], serde_json::json!([]));
+    for bad in ["0", "101", "x"] {
+        let (status, body) = srv.get(&format!("/api/v1/jobs/daily:A/next?count={bad}"));
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body.contains("count"), "{body}");
+    }
+}

@@ -107,7 +107,7 @@ function drawPs(list) {
     "no dispatcher or worker registered");
 }
 
-function drawJob(id, info, history) {
+function drawJob(id, info, history, next) {
   document.getElementById("job-id").textContent = id;
   const dl = document.getElementById("job-fields");
   const items = [];
@@ -120,6 +120,8 @@ function drawJob(id, info, history) {
   items.push(text("dt", "paused"));
   items.push(text("dd", info.paused ? "since " + when(info.paused.since) + " " + (info.paused.note || "") : "no"));
   dl.replaceChildren(...items);
+  fill("job-next", next.runs, r => [r.unix, r.utc],
+    next.unreadable ? "its schedule cannot be read: " + next.unreadable : "no run ahead");
   fill("job-history", history, e => [e.outcome, when(e.end),
     e.duration === null || e.duration === undefined ? "" : e.duration.toFixed(3) + " s",
     (e.host || "") + (e.pid ? " " + e.pid : ""), text("span", e.tail || e.detail || "")], "no history");
@@ -142,11 +144,12 @@ async function refresh() {
       drawPs(ps);
     } else {
       const enc = encodeURIComponent(job);
-      const [info, history] = await Promise.all([
+      const [info, history, next] = await Promise.all([
         getJson("/api/v1/jobs/" + enc),
         getJson("/api/v1/history?count=20&job=" + enc),
+        getJson("/api/v1/jobs/" + enc + "/next?count=5"),
       ]);
-      drawJob(job, info, history);
+      drawJob(job, info, history, next);
     }
     banner(null);
   } catch (e) {
