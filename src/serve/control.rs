@@ -19,8 +19,11 @@ use super::{
     App,
 };
 use crate::{
+    config::Config,
     error::{Error, Result},
+    jobid::JobIdError,
     operator::control::{self, Paused, Ran, Resumed},
+    redis::store::Store,
     schedule::{timestamp, Placement},
 };
 
@@ -121,23 +124,37 @@ fn done(result: &str, message: String) -> Response {
     )
 }
 
+/// What every job control route does first: the token and origin checks and a valid
+/// id (`valid`), then `act` on the prefix off the async threads. The id and what `act`
+/// returned.
+async fn on_job<T: Send + 'static>(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+    valid: fn(&str) -> std::result::Result<(), JobIdError>,
+    act: impl FnOnce(&mut Store<'_>, &Config, &str) -> Result<T> + Send + 'static,
+) -> std::result::Result<(String, T), ApiError> {
+    allow(app, headers)?;
+    let id = param(id)?;
+    valid(&id).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let (app, job) = (app.clone(), id.clone());
+    let done = blocking(move || app.source.act(|store, config| act(store, config, &job))).await?;
+    Ok((id, done))
+}
+
 async fn run_job(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
-    allow(&app, &headers)?;
-    let id = param(id)?;
-    crate::jobid::validate_placeable(&id)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let report = {
-        let (app, id) = (app.clone(), id.clone());
-        blocking(move || {
-            app.source
-                .act(|store, _| control::run_job(store, &id, timestamp::now()))
-        })
-        .await?
-    };
+    let (id, report) = on_job(
+        &app,
+        &headers,
+        id,
+        crate::jobid::validate_placeable,
+        |store, _, id| control::run_job(store, id, timestamp::now()),
+    )
+    .await?;
     let (word, what) = match report.ran {
         Ran::Enqueued => ("enqueued", "queued to run now; its schedule stays"),
         Ran::AlreadyQueued => ("already_queued", "already in its queue; nothing changed"),
@@ -161,18 +178,14 @@ async fn pause_job(
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
-    allow(&app, &headers)?;
-    let id = param(id)?;
-    crate::jobid::validate_stored(&id)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let paused = {
-        let (app, id) = (app.clone(), id.clone());
-        blocking(move || {
-            app.source
-                .act(|store, _| control::pause_job(store, &id, PAUSE_NOTE, timestamp::now()))
-        })
-        .await?
-    };
+    let (id, paused) = on_job(
+        &app,
+        &headers,
+        id,
+        crate::jobid::validate_stored,
+        |store, _, id| control::pause_job(store, id, PAUSE_NOTE, timestamp::now()),
+    )
+    .await?;
     let (word, what) = match paused {
         Paused::Paused => ("paused", "paused"),
         Paused::Running => ("paused", "paused; its run finishes, then it is not placed"),
@@ -186,18 +199,14 @@ async fn resume_job(
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> std::result::Result<Response, ApiError> {
-    allow(&app, &headers)?;
-    let id = param(id)?;
-    crate::jobid::validate_stored(&id)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let resumed = {
-        let (app, id) = (app.clone(), id.clone());
-        blocking(move || {
-            app.source
-                .act(|store, config| control::resume_job(store, config, &id, timestamp::now()))
-        })
-        .await?
-    };
+    let (id, resumed) = on_job(
+        &app,
+        &headers,
+        id,
+        crate::jobid::validate_stored,
+        |store, config, id| control::resume_job(store, config, id, timestamp::now()),
+    )
+    .await?;
     let (word, what) = match resumed {
         Resumed::NotPaused => ("not_paused", "was not paused; nothing changed".to_string()),
         Resumed::RunAsked => ("resumed", "resumed; the asked run comes first".to_string()),
