@@ -21,6 +21,7 @@ use crate::{
     limits::{self, OutputLimits},
     policy::Policy,
     redis::{peers::PythonPeers, settings::RedisSettings, topology::Access},
+    retries::{self, Retries},
 };
 
 /// The file read when no config file is named and it exists.
@@ -87,6 +88,9 @@ pub struct Config {
     /// Seconds over which the runs of particular queues' recurring jobs are spread
     /// (`[redbike.jitter]`, see `jitter.rs`).
     pub jitter: BTreeMap<String, u64>,
+    /// How the failed runs of particular queues run again (`[redbike.retries.Q]`, see
+    /// `retries.rs`); queues not named are not retried.
+    pub retries: BTreeMap<String, Retries>,
     /// Seconds a dispatcher or worker stays listed after its last heartbeat
     /// (`heartbeat-ttl`, see `redis/registry.rs`).
     pub heartbeat_ttl: u64,
@@ -161,6 +165,7 @@ struct RedbikeTable {
     pass_redis_env: Option<bool>,
     catch_up: Option<BTreeMap<String, QueueCatchUpTable>>,
     jitter: Option<BTreeMap<String, u64>>,
+    retries: Option<BTreeMap<String, QueueRetriesTable>>,
     heartbeat_ttl: Option<u64>,
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
@@ -177,6 +182,15 @@ struct QueueCatchUpTable {
     grace: Option<u64>,
 }
 
+/// `[redbike.retries.Q]`: the retries of queue Q.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct QueueRetriesTable {
+    attempts: Option<u64>,
+    backoff_min: Option<u64>,
+    backoff_max: Option<u64>,
+}
+
 /// `[redbike.output-limits.Q]`: the output limits of queue Q.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -184,6 +198,54 @@ struct QueueOutputTable {
     line_bytes: Option<u64>,
     log_lines: Option<u64>,
     log_bytes: Option<u64>,
+}
+
+/// The `[redbike.retries.Q]` tables, checked: every number in its range, and
+/// `backoff-min` at most `backoff-max`.
+fn retries_of(
+    tables: BTreeMap<String, QueueRetriesTable>,
+) -> Result<BTreeMap<String, Retries>, ConfigError> {
+    let mut retries = BTreeMap::new();
+    for (queue, q) in tables {
+        let value = |message: String| ConfigError::Value {
+            key: "redbike.retries",
+            message: format!("queue {queue}: {message}"),
+        };
+        let Some(attempts) = q.attempts else {
+            return Err(value(
+                "attempts is missing; say how many runs an occurrence gets in all, e.g. attempts = 3".into(),
+            ));
+        };
+        let attempts = limits::RETRY_ATTEMPTS
+            .check(attempts)
+            .map_err(|why| value(format!("attempts {why}")))?;
+        let backoff = |name: &str, v: Option<u64>, default: u64| {
+            limits::RETRY_BACKOFF
+                .check(v.unwrap_or(default))
+                .map_err(|why| value(format!("{name} {why}")))
+        };
+        let backoff_min = backoff("backoff-min", q.backoff_min, retries::BACKOFF_MIN_DEFAULT)?;
+        let backoff_max = backoff(
+            "backoff-max",
+            q.backoff_max,
+            retries::BACKOFF_MAX_DEFAULT.max(backoff_min),
+        )?;
+        if backoff_min > backoff_max {
+            return Err(value(format!(
+                "backoff-min {backoff_min} is above backoff-max {backoff_max}; make backoff-max at least backoff-min"
+            )));
+        }
+        let attempts = attempts as u32;
+        retries.insert(
+            queue,
+            Retries {
+                attempts,
+                backoff_min,
+                backoff_max,
+            },
+        );
+    }
+    Ok(retries)
 }
 
 impl Config {
@@ -195,6 +257,7 @@ impl Config {
             failure_delay: self.worker.failure_delay,
             timezone: self.timezone,
             jitter: self.jitter.clone(),
+            retries: self.retries.clone(),
         }
     }
 
@@ -289,12 +352,14 @@ impl Config {
                     message: format!("queue {queue}: {why}"),
                 })?;
         }
+        let retries = retries_of(t.retries.unwrap_or_default())?;
         let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
         for (key, name) in queue_names
             .map(|q| ("redbike.queues", q))
             .chain(timeouts.keys().map(|q| ("redbike.timeouts", q.as_str())))
             .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
             .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
+            .chain(retries.keys().map(|q| ("redbike.retries", q.as_str())))
         {
             if let Some(why) = crate::redis::keys::queue_collision(name) {
                 return Err(ConfigError::Value {
@@ -398,6 +463,7 @@ impl Config {
             },
             catch_up,
             jitter,
+            retries,
             heartbeat_ttl,
             overdue_after,
             history_limit,

@@ -170,6 +170,10 @@ pub struct Entry {
     /// The last lines of the run's output, at most [`TAIL_BYTES`] bytes.
     #[serde(default)]
     pub tail: String,
+    /// Which attempt of its occurrence the run was (see [`crate::retries`]); `None`
+    /// for a first run not retried.
+    #[serde(default)]
+    pub attempt: Option<u32>,
 }
 
 /// An entry as stored in Redis: [`Entry`] with one-letter keys, without its queue (its
@@ -225,6 +229,9 @@ pub struct Stored<'a> {
     /// [`Entry::tail`].
     #[serde(rename = "t", borrow, default, skip_serializing_if = "str::is_empty")]
     pub tail: Cow<'a, str>,
+    /// [`Entry::attempt`].
+    #[serde(rename = "a", default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
 }
 
 /// Who writes the entries of runs.
@@ -264,14 +271,15 @@ impl From<Stored<'_>> for Entry {
             by: s.by.into_owned(),
             detail: s.detail.into_owned(),
             tail: s.tail.into_owned(),
+            attempt: s.attempt,
         }
     }
 }
 
 /// The CSV header row of `redbike history`.
-pub const CSV_HEADER: [&str; 15] = [
+pub const CSV_HEADER: [&str; 16] = [
     "job", "queue", "outcome", "due", "start", "end", "duration", "late", "exit", "signal", "host",
-    "pid", "by", "detail", "tail",
+    "pid", "by", "detail", "tail", "attempt",
 ];
 
 /// Rounds seconds to the millisecond, so entries stay short.
@@ -306,6 +314,7 @@ impl Entry {
             by: by.to_string(),
             detail: String::new(),
             tail: String::new(),
+            attempt: None,
         }
     }
 
@@ -326,12 +335,13 @@ impl Entry {
             by: Cow::Borrowed(&self.by),
             detail: Cow::Borrowed(&self.detail),
             tail: Cow::Borrowed(&self.tail),
+            attempt: self.attempt,
         }
         .to_json()
     }
 
     /// The CSV row, in the order of [`CSV_HEADER`].
-    fn row(&self) -> [String; 15] {
+    fn row(&self) -> [String; 16] {
         let opt = |v: Option<String>| v.unwrap_or_default();
         [
             self.job.clone(),
@@ -349,6 +359,7 @@ impl Entry {
             self.by.clone(),
             self.detail.clone(),
             self.tail.clone(),
+            opt(self.attempt.map(|v| v.to_string())),
         ]
     }
 }

@@ -74,7 +74,10 @@
 //!   them.
 //! - `policy.rs`: the after-run policy, what becomes of a job after its run or after its
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
-//!   it in (`Action`, `AfterRun`); the worker, recovery and `check` decide there.
+//!   it in (`Action`, `AfterRun`, `Attempts`); the worker, recovery and `check` decide
+//!   there.
+//! - `retries.rs`: retries of failed runs (`[redbike.retries.Q]`): the backoff, which
+//!   attempt of which occurrence a run is, and the field `P-attempts` keeps of it.
 //! - `operator/`: commands that read or repair a prefix, over all its shards, returning
 //!   data the command line prints: `check.rs`, `statuses.rs`, `history.rs`
 //!   (`redbike history`), `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch
@@ -123,7 +126,8 @@
 //!    topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
 //! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`, `terminal`), `policy` (uses `jitter`,
-//!    `schedule`, `status`), `jitter` (uses `jobid`, `schedule`), `error` (the error
+//!    `retries`, `schedule`, `status`), `retries` (uses `jitter`, `jobid`, `schedule`),
+//!    `jitter` (uses `jobid`, `schedule`), `error` (the error
 //!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
 //!    `shutdown` (uses `log`).
 //! 6. `log` (uses `terminal`), then `schedule`, `host`, `jobid`, `limits`, `status`,
@@ -143,6 +147,7 @@ pub mod log;
 pub mod operator;
 mod policy;
 pub mod redis;
+pub mod retries;
 pub mod schedule;
 pub mod serve;
 pub mod shard;

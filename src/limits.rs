@@ -43,6 +43,10 @@ pub const CATCH_UP_GRACE_DEFAULT: u64 = 60;
 pub const JITTER: Range = Range::new(0, 86_400, "seconds");
 /// The backoff a job writes to `$REDBIKE_BACKOFF_FILE` (0: none).
 pub const BACKOFF: Range = Range::new(0, YEAR, "seconds");
+/// `attempts` of `[redbike.retries.Q]`: runs an occurrence gets in all.
+pub const RETRY_ATTEMPTS: Range = Range::new(1, 100, "");
+/// `backoff-min` and `backoff-max` of `[redbike.retries.Q]`: seconds between attempts.
+pub const RETRY_BACKOFF: Range = Range::new(1, 7 * 86_400, "seconds");
 /// `-j/--concurrency`, `concurrency`: jobs one worker runs at once.
 pub const CONCURRENCY: Range = Range::new(1, 1024, "");
 /// `shards`: the shards a prefix is split into (see `crate::shard`); 1 is today's

@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::{
     jitter,
+    retries::{self, Attempt, Retries},
     schedule::{Placement, Schedule},
     status,
 };
@@ -37,6 +38,8 @@ pub(crate) struct Policy {
     pub timezone: Tz,
     /// Per-queue jitter of recurring jobs' runs, seconds (`[redbike.jitter]`).
     pub jitter: BTreeMap<String, u64>,
+    /// Per-queue retries of failed runs (`[redbike.retries.Q]`).
+    pub retries: BTreeMap<String, Retries>,
 }
 
 /// How a run ended, as the job reports it.
@@ -84,6 +87,10 @@ pub(crate) enum Action {
     /// A STOP schedule under a run that did not end by itself: the script queues the
     /// job again if that was a one-off run, else stops it (oneoff_action, common.lua).
     OneOff,
+    /// A STOP schedule under a failed run to retry: the script puts the job on the
+    /// timeline at this unix time if that was a one-off run, else stops it (an
+    /// operator's `set JOB STOP` while it ran wins).
+    OneOffRetry(i64),
 }
 
 impl Action {
@@ -94,6 +101,7 @@ impl Action {
             Action::Timeline(ts) => ("timeline", ts),
             Action::Stop => ("stop", 0),
             Action::OneOff => ("oneoff", 0),
+            Action::OneOffRetry(ts) => ("oneoff", ts),
         }
     }
 }
@@ -151,16 +159,100 @@ pub(crate) struct Decision {
     pub store: Option<&'static str>,
     /// A failure event to record (`DIE`, `TMO`, ...).
     pub failure: Option<&'static str>,
+    /// What becomes of the job's pending retry (`P-attempts`, see [`crate::retries`]).
+    pub attempts: Attempts,
+}
+
+/// What the script that records a run does with the job's field in `P-attempts`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempts {
+    /// Left as it is: the run was cut short by its worker (stopped, vanished, fenced),
+    /// which is not an attempt of the job's.
+    Keep,
+    /// Removed: the occurrence is done with (success, attempts spent, unset, ...).
+    Clear,
+    /// Set: the next run is this attempt, placed on the timeline at this unix time (see
+    /// [`crate::retries`]).
+    Retry(Attempt, i64),
+}
+
+impl Attempts {
+    /// finish.lua's `attempts` argument: `=` keep, empty to clear, else the field.
+    pub fn wire(&self) -> String {
+        match self {
+            Attempts::Keep => "=".into(),
+            Attempts::Clear => String::new(),
+            Attempts::Retry(next, at) => next.field(*at),
+        }
+    }
 }
 
 /// Decides what becomes of a job after a run, from its current schedule.
+/// `attempt` is which attempt the run was (see [`crate::retries`]).
 pub(crate) fn decide(
     jobid: &str,
     schedule: Option<&str>,
     end: &End,
+    attempt: Attempt,
     now: i64,
     p: &Policy,
 ) -> Decision {
+    let mut decision = decide_once(jobid, schedule, end, now, p);
+    if matches!(end, End::Interrupted | End::Recovered | End::Fenced) {
+        decision.attempts = Attempts::Keep;
+        return decision;
+    }
+    retry(jobid, schedule, &decision, attempt, now, p).unwrap_or(decision)
+}
+
+/// Where a failed or timed-out run of a job in a queue with retries goes while its
+/// attempts last: on the timeline at its retry instant, or at its next regular
+/// occurrence when that comes first (that run is attempt 1 of it); a one-off run (its
+/// schedule is STOP by then) at its retry instant unless it was stopped meanwhile (see
+/// [`Action::OneOffRetry`]). `None`: no retry, the decision stands.
+fn retry(
+    jobid: &str,
+    schedule: Option<&str>,
+    decision: &Decision,
+    attempt: Attempt,
+    now: i64,
+    p: &Policy,
+) -> Option<Decision> {
+    let retries = retries::of(&p.retries, jobid)?;
+    let failed = matches!(decision.failure, Some(status::DIE | status::TMO));
+    if !failed || attempt.number >= retries.attempts {
+        return None;
+    }
+    let at = now + retries.delay(jobid, attempt.number) as i64;
+    let retry = |action| {
+        Some(Decision {
+            after: AfterRun::Place(action),
+            store: None,
+            failure: decision.failure,
+            attempts: Attempts::Retry(attempt.next(now), at),
+        })
+    };
+    // A job unset, unreadable, or given a new one-off while it ran is not retried.
+    match Schedule::parse(schedule?).ok()? {
+        Schedule::Stop => retry(Action::OneOffRetry(at)),
+        Schedule::Continue => retry(Action::Timeline(at)),
+        Schedule::Now | Schedule::At(_) => None,
+        recurring @ (Schedule::Rule(_) | Schedule::Cron(_)) => {
+            let offset = jitter::offset_in(&p.jitter, jobid);
+            match jitter::placement(&recurring, now, p.timezone, offset) {
+                Ok(Placement::Timeline(next)) if next <= at => Some(Decision {
+                    after: AfterRun::Place(Action::Timeline(next)),
+                    store: None,
+                    failure: decision.failure,
+                    attempts: Attempts::Clear,
+                }),
+                _ => retry(Action::Timeline(at)),
+            }
+        }
+    }
+}
+
+fn decide_once(jobid: &str, schedule: Option<&str>, end: &End, now: i64, p: &Policy) -> Decision {
     let failure = match end {
         End::TimedOut => Some(status::TMO),
         End::Interrupted => Some(status::INT),
@@ -173,6 +265,7 @@ pub(crate) fn decide(
         after,
         store,
         failure,
+        attempts: Attempts::Clear,
     };
     let place = |action| d(AfterRun::Place(action), None);
     let Some(text) = schedule.filter(|_| *end != End::Reported(RunResult::Unset)) else {
@@ -223,7 +316,14 @@ pub(crate) fn decide_recovery(
     now: i64,
     p: &Policy,
 ) -> Decision {
-    decide(jobid, schedule, &End::Recovered, now, p)
+    decide(
+        jobid,
+        schedule,
+        &End::Recovered,
+        Attempt::first(None),
+        now,
+        p,
+    )
 }
 
 #[cfg(test)]
@@ -236,7 +336,12 @@ mod tests {
             failure_delay: 10,
             timezone: Tz::UTC,
             jitter: BTreeMap::new(),
+            retries: BTreeMap::new(),
         }
+    }
+
+    fn first() -> Attempt {
+        Attempt::first(None)
     }
 
     fn ok(backoff: Option<u64>) -> End {
@@ -248,23 +353,23 @@ mod tests {
         let s = policy();
         let failed = End::Reported(RunResult::Failed("x".into()));
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &ok(None), 100, &s).after,
+            decide("j:A", Some("CONTINUE"), &ok(None), first(), 100, &s).after,
             AfterRun::Place(Action::Enqueue)
         );
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &ok(Some(5)), 100, &s).after,
+            decide("j:A", Some("CONTINUE"), &ok(Some(5)), first(), 100, &s).after,
             AfterRun::Place(Action::Timeline(105))
         );
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &failed, 100, &s).after,
+            decide("j:A", Some("CONTINUE"), &failed, first(), 100, &s).after,
             AfterRun::Place(Action::Timeline(110))
         );
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &s).failure,
+            decide("j:A", Some("CONTINUE"), &End::TimedOut, first(), 100, &s).failure,
             Some("TMO")
         );
         assert_eq!(
-            decide("j:A", None, &ok(None), 100, &s).after,
+            decide("j:A", None, &ok(None), first(), 100, &s).after,
             AfterRun::Unset
         );
         assert_eq!(
@@ -272,6 +377,7 @@ mod tests {
                 "j:A",
                 Some("STOP"),
                 &End::Reported(RunResult::Unset),
+                first(),
                 100,
                 &s
             )
@@ -282,6 +388,7 @@ mod tests {
             "j:A",
             Some("CONTINUE"),
             &End::Reported(RunResult::Stop),
+            first(),
             100,
             &s,
         );
@@ -289,19 +396,19 @@ mod tests {
             (stop.after, stop.store),
             (AfterRun::Place(Action::Stop), Some("STOP"))
         );
-        let now = decide("j:A", Some("NOW"), &ok(None), 100, &s);
+        let now = decide("j:A", Some("NOW"), &ok(None), first(), 100, &s);
         assert_eq!(
             (now.after, now.store),
             (AfterRun::Place(Action::Enqueue), Some("STOP"))
         );
         assert_eq!(
-            decide("j:A", Some("FREQ=NOPE"), &ok(None), 100, &s).after,
+            decide("j:A", Some("FREQ=NOPE"), &ok(None), first(), 100, &s).after,
             AfterRun::Bad
         );
         // A STOP schedule under a run that did not end by itself: the script decides
         // from the status whether it was a one-off run (queued again) or a stop.
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::Interrupted, 100, &s).after,
+            decide("j:A", Some("STOP"), &End::Interrupted, first(), 100, &s).after,
             AfterRun::Place(Action::OneOff)
         );
         let recovered = decide_recovery("j:A", Some("STOP"), 100, &s);
@@ -310,19 +417,19 @@ mod tests {
             (("oneoff", 0), None)
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::Fenced, 100, &s).after,
+            decide("j:A", Some("STOP"), &End::Fenced, first(), 100, &s).after,
             AfterRun::Place(Action::OneOff)
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::TimedOut, 100, &s).after,
+            decide("j:A", Some("STOP"), &End::TimedOut, first(), 100, &s).after,
             AfterRun::Place(Action::Stop)
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &ok(None), 100, &s).after,
+            decide("j:A", Some("STOP"), &ok(None), first(), 100, &s).after,
             AfterRun::Place(Action::Stop)
         );
         assert_eq!(
-            decide("j:A", Some("NOW"), &End::Interrupted, 100, &s).after,
+            decide("j:A", Some("NOW"), &End::Interrupted, first(), 100, &s).after,
             AfterRun::Place(Action::Enqueue)
         );
         let hold = Policy {
@@ -330,14 +437,86 @@ mod tests {
             ..policy()
         };
         assert_eq!(
-            decide("j:A", Some("CONTINUE"), &failed, 100, &hold).after,
+            decide("j:A", Some("CONTINUE"), &failed, first(), 100, &hold).after,
             AfterRun::Hold
         );
         // A timeout always goes back into circulation.
         assert!(matches!(
-            decide("j:A", Some("CONTINUE"), &End::TimedOut, 100, &hold).after,
+            decide("j:A", Some("CONTINUE"), &End::TimedOut, first(), 100, &hold).after,
             AfterRun::Place(_)
         ));
+    }
+
+    #[test]
+    fn failed_runs_are_retried_while_attempts_last() {
+        let retries = Retries {
+            attempts: 3,
+            backoff_min: 10,
+            backoff_max: 1000,
+        };
+        let s = Policy {
+            on_failure: OnFailure::Hold,
+            retries: [("A".to_string(), retries)].into(),
+            ..policy()
+        };
+        let failed = End::Reported(RunResult::Failed("x".into()));
+        let nth = |n| Attempt {
+            number: n,
+            due: Some(90),
+        };
+        let daily = Some("FREQ=DAILY;BYHOUR=0;BYMINUTE=0;BYSECOND=0");
+        // Attempt 1 fails: back on the timeline within [now + 7.5, now + 10].
+        let d = decide("j:A", daily, &failed, nth(1), 100, &s);
+        let AfterRun::Place(Action::Timeline(at)) = d.after else {
+            panic!("{d:?}")
+        };
+        assert!((108..=110).contains(&at), "{at}");
+        assert_eq!(
+            (d.failure, d.attempts, d.store),
+            (Some("DIE"), Attempts::Retry(nth(2), at), None)
+        );
+        // A timeout is an attempt too.
+        let d = decide("j:A", daily, &End::TimedOut, nth(2), 100, &s);
+        assert!(matches!(d.attempts, Attempts::Retry(a, _) if a == nth(3)));
+        // Spent: on-failure decides (hold), the field goes.
+        let d = decide("j:A", daily, &failed, nth(3), 100, &s);
+        assert_eq!((d.after, d.attempts), (AfterRun::Hold, Attempts::Clear));
+        // Success clears; a run cut short by its worker keeps the field.
+        let d = decide("j:A", daily, &ok(None), nth(2), 100, &s);
+        assert_eq!(d.attempts, Attempts::Clear);
+        for end in [End::Interrupted, End::Recovered, End::Fenced] {
+            assert_eq!(
+                decide("j:A", daily, &end, nth(2), 100, &s).attempts,
+                Attempts::Keep
+            );
+        }
+        // The next occurrence comes before the retry: that run is attempt 1 of it.
+        let t0 = 1_704_067_200; // 2024-01-01T00:00:00Z
+        let minutely = Some("FREQ=MINUTELY;BYSECOND=0");
+        let d = decide("j:A", minutely, &failed, nth(1), t0 + 55, &s);
+        assert_eq!(
+            (d.after, d.attempts),
+            (AfterRun::Place(Action::Timeline(t0 + 60)), Attempts::Clear)
+        );
+        // A one-off run (its schedule is STOP by then), CONTINUE; not other queues.
+        let d = decide("j:A", Some("STOP"), &failed, nth(1), 100, &s);
+        assert!(matches!(
+            d.after,
+            AfterRun::Place(Action::OneOffRetry(108..=110))
+        ));
+        assert_eq!(d.after.wire().0, "place");
+        let d = decide("j:A", Some("CONTINUE"), &failed, nth(1), 100, &s);
+        assert!(matches!(
+            d.after,
+            AfterRun::Place(Action::Timeline(108..=110))
+        ));
+        let d = decide("j:B", daily, &failed, nth(1), 100, &s);
+        assert_eq!((d.after, d.attempts), (AfterRun::Hold, Attempts::Clear));
+        // Unset while it ran: gone.
+        assert_eq!(
+            decide("j:A", None, &failed, nth(1), 100, &s).after,
+            AfterRun::Unset
+        );
     }
 
     #[test]
@@ -364,7 +543,7 @@ mod tests {
         };
         // job:J's offset under 3600 s is 1656 (FNV-1a, see crate::jitter).
         let hourly = Some("FREQ=HOURLY;BYMINUTE=0;BYSECOND=0");
-        let at = |id, now| decide(id, hourly, &ok(None), now, &s).after;
+        let at = |id, now| decide(id, hourly, &ok(None), first(), now, &s).after;
         assert_eq!(
             at("job:J", 1656),
             AfterRun::Place(Action::Timeline(3600 + 1656))
@@ -378,7 +557,7 @@ mod tests {
         );
         // CONTINUE is not shifted.
         assert_eq!(
-            decide("job:J", Some("CONTINUE"), &ok(Some(5)), 100, &s).after,
+            decide("job:J", Some("CONTINUE"), &ok(Some(5)), first(), 100, &s).after,
             AfterRun::Place(Action::Timeline(105))
         );
     }

@@ -187,7 +187,7 @@ pub fn dispatch_due(ctx: &Ctx) -> Result<Vec<Measurement>> {
         keys: &keys,
     };
     let t = Instant::now();
-    let pass = dispatcher::pass(&mut store, Some(redbike::schedule::timestamp::now()), true)?;
+    let pass = dispatcher::pass(&mut store, Some(redbike::schedule::timestamp::now()))?;
     let secs = t.elapsed().as_secs_f64();
     ensure_count("jobs taken by the pass", pass.taken, ctx.n)?;
     let queued: usize = con.llen("bdue-work-A")?;

@@ -246,7 +246,6 @@ fn point(ctx: &Ctx, n: usize) -> Result<Point> {
                 keys: &keys,
             },
             Some(redbike::schedule::timestamp::now()),
-            true,
         )?;
         dispatch.push(t.elapsed().as_secs_f64());
         dispatch_cpu.push(process::cpu_nanos(server)?.saturating_sub(redis_cpu) as f64 / 1e9);

@@ -142,8 +142,11 @@ Each job runs COMMAND ARGS... JOBID, never through a shell, with stdin from /dev
 in its own process group, and with the worker's environment less REDBIKE_REDIS_URL and \
 REDBIKE_CONFIG (redbike's way to Redis, password included; pass-redis-env = true in \
 [redbike] keeps them), plus REDBIKE_JOBID, REDBIKE_QUEUE, REDBIKE_PREFIX, \
-REDBIKE_SCHEDULE, REDBIKE_BACKOFF_FILE and REDBIKE_FENCING_TOKEN (larger for every \
-later run; see holds-lease). Its output lines go to the log prefixed with [JOBID].
+REDBIKE_SCHEDULE, REDBIKE_BACKOFF_FILE, REDBIKE_FENCING_TOKEN (larger for every \
+later run; see holds-lease), REDBIKE_DUE (the instant the occurrence the run serves \
+was due, unix seconds, also for late, caught-up and retried runs) and REDBIKE_ATTEMPT \
+(1, or more for a retry of a failed run: [redbike.retries.Q] in the config). Its \
+output lines go to the log prefixed with [JOBID].
 
 A job's output is bounded per run: a line longer than --output-line-bytes (default \
 8192) is cut there and marked <cut at N bytes>, its rest skipped; past \

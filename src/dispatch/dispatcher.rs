@@ -139,7 +139,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             .and_then(|()| catchup::skip_late(&mut store, config, ahead.clock.second()))
             .and_then(|_| {
                 let beat = registration.due().then(|| registration.beat_for_script());
-                pass_with(&mut store, point, config.history_limit > 0, beat)
+                pass_with(&mut store, point, beat)
             })
             .and_then(|p| {
                 ahead.clock.heard(p.redis_now);

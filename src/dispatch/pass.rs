@@ -44,10 +44,10 @@ pub struct Pass {
 }
 
 /// Moves every job due at or before `point` into its queue, in batches, or, with no
-/// `point`, every job due by Redis's clock (a live pass); with `history`, notes the
-/// instant each queued late was due (`P-due`, see [`crate::history`]).
-pub fn pass(store: &mut Store<'_>, point: Option<i64>, history: bool) -> redis::RedisResult<Pass> {
-    pass_with(store, point, history, None)
+/// `point`, every job due by Redis's clock (a live pass); notes the instant each
+/// queued late was due (`P-due`, see [`crate::history::due_at`]).
+pub fn pass(store: &mut Store<'_>, point: Option<i64>) -> redis::RedisResult<Pass> {
+    pass_with(store, point, None)
 }
 
 /// [`pass`], its first batch carrying a heartbeat (keys and arguments from
@@ -55,7 +55,6 @@ pub fn pass(store: &mut Store<'_>, point: Option<i64>, history: bool) -> redis::
 pub fn pass_with(
     store: &mut Store<'_>,
     point: Option<i64>,
-    history: bool,
     mut beat: Option<([String; 2], [String; 3])>,
 ) -> redis::RedisResult<Pass> {
     let mut total = Pass::default();
@@ -86,8 +85,7 @@ pub fn pass_with(
             .arg(&store.keys.prefix)
             .arg(point.map_or(String::new(), |p| p.to_string()))
             .arg(BATCH)
-            .arg(timestamp::now())
-            .arg(scripts::flag(history));
+            .arg(timestamp::now());
         if let Some((keys, args)) = beat.take() {
             call.key(&keys[..]).arg(&args[..]);
         }

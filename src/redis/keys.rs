@@ -23,6 +23,7 @@
 //! | `P-paused` | hash | paused job id -> JSON `{"since":unix,"note":text}` (new here, `pause`) |
 //! | `P-paused-queues` | hash | paused queue -> the same JSON (new here, `pause --queue`) |
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
+//! | `P-attempts` | hash | job id -> `ATTEMPT:DUE:AT`: its next run retries the occurrence due at DUE, placed at AT (new here, see [`crate::retries`]) |
 //! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
 //! | `P-python-seen` | string, expiring | evidence that a Python process shares the prefix: idle processes look for work every second while it exists (new here, see `crate::redis::peers`) |
 //! | `P-schedules-lost` | string, expiring | what a process saw when the prefix lost its schedules and its registration at once: Redis came back empty? (new here, see `crate::redis::registry`) |
@@ -73,6 +74,8 @@ pub struct Keys {
     pub paused_queues: String,
     /// `P-rerun`: jobs asked by `redbike run` to run again once their current run ends.
     pub rerun: String,
+    /// `P-attempts`: jobs waiting to retry a failed run (see [`crate::retries`]).
+    pub attempts: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
     /// `P-python-seen`: evidence of a Python peer, expiring (see
@@ -144,6 +147,7 @@ impl Keys {
             paused: format!("{prefix}-paused"),
             paused_queues: format!("{prefix}-paused-queues"),
             rerun: format!("{prefix}-rerun"),
+            attempts: format!("{prefix}-attempts"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),

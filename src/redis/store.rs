@@ -263,7 +263,9 @@ impl Store<'_> {
         for key in self.keys.job_keys(&item.jobid) {
             inv.key(key);
         }
-        inv.key(&self.keys.paused).key(&self.keys.shards);
+        inv.key(&self.keys.paused)
+            .key(&self.keys.shards)
+            .key(&self.keys.attempts);
         inv.arg(&item.jobid)
             .arg(&item.stored)
             .arg(act)
@@ -385,6 +387,7 @@ impl Store<'_> {
             .key(&self.keys.due)
             .key(&self.keys.paused)
             .key(&self.keys.rerun)
+            .key(&self.keys.attempts)
             .arg(jobid)
             .invoke(self.con)?;
         Ok(found == 1)

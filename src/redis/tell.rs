@@ -36,6 +36,20 @@ pub struct JobInfo {
     pub paused: Option<Pause>,
     /// Whether a run asked with `redbike run` while it ran is still to come.
     pub run_asked: bool,
+    /// The retry its next run is, after a failed run (see [`crate::retries`]).
+    pub retry: Option<PendingRetry>,
+}
+
+/// A retry a job waits for: its next run is attempt `attempt` of the occurrence due at
+/// `due`, placed at `at` (`P-attempts`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PendingRetry {
+    /// The attempt its next run is (2 for the first retry).
+    pub attempt: u32,
+    /// The instant the occurrence it retries was due, unix seconds.
+    pub due: i64,
+    /// The instant it was placed on the timeline at, unix seconds.
+    pub at: i64,
 }
 
 impl Store<'_> {
@@ -51,6 +65,7 @@ impl Store<'_> {
             Option<String>,
             Option<String>,
             bool,
+            Option<String>,
             Vec<Vec<u8>>,
         );
         let mut pipe = redis::pipe();
@@ -61,11 +76,16 @@ impl Store<'_> {
             .sismember(self.keys.members(q), jobid)
             .hget(&self.keys.failures, jobid)
             .hget(&self.keys.paused, jobid)
-            .hexists(&self.keys.rerun, jobid);
+            .hexists(&self.keys.rerun, jobid)
+            .hget(&self.keys.attempts, jobid);
         history::add_job_reads(&mut pipe, self.keys, jobid);
         let unfiled = history::unfiled_of(self, jobid)?;
-        let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, runs): Reply =
+        let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, retry, runs): Reply =
             pipe.query(self.con)?;
+        let retry = retry
+            .as_deref()
+            .and_then(crate::retries::parse_field)
+            .map(|(attempt, due, at)| PendingRetry { attempt, due, at });
         let next_run = score.map(|s| s as i64);
         Ok(JobInfo {
             status,
@@ -85,6 +105,7 @@ impl Store<'_> {
             )),
             paused: paused.map(|raw| Pause::parse(&raw)),
             run_asked,
+            retry,
         })
     }
 }

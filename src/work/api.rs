@@ -70,9 +70,13 @@ pub struct Job {
     /// When the run is to be stopped unless its worker confirms it to Redis again
     /// (as of its start; the loop moves it on); `None`: never.
     pub fence_at: Option<Instant>,
-    /// The instant the run was due, unix seconds (see `docs/history.md`); `None` when
-    /// unknown or with history off.
+    /// The instant the occurrence this run serves was due, unix seconds
+    /// (`REDBIKE_DUE`; a retry's is its occurrence's, see [`crate::retries`]); `None`
+    /// when unknown (a job queued by a Python process that wrote no status).
     pub due: Option<i64>,
+    /// Which attempt of its occurrence the run is (`REDBIKE_ATTEMPT`): 1, or more for a
+    /// retry (see [`crate::retries`]).
+    pub attempt: u32,
     /// When its run was claimed, unix seconds on Redis's clock (`None`: unknown); a
     /// `redbike run` asked after it means one more run (finish.lua).
     pub claimed_at: Option<f64>,
@@ -179,6 +183,8 @@ pub struct Settings {
     pub wait: Option<(u32, u64)>,
     /// Per-queue jitter of recurring jobs' runs, seconds (`[redbike.jitter]`).
     pub jitter: BTreeMap<String, u64>,
+    /// Per-queue retries of failed runs (`[redbike.retries.Q]`).
+    pub retries: BTreeMap<String, crate::retries::Retries>,
     /// History entries kept per job (`history-limit`; 0: none written).
     pub history_limit: u64,
     /// History entries left unfiled before a busy worker files them
@@ -204,6 +210,7 @@ impl Settings {
             timezone: config.timezone,
             wait: config.redis.wait(),
             jitter: config.jitter.clone(),
+            retries: config.retries.clone(),
             history_limit: config.history_limit,
             history_backlog: config.history_backlog,
             process_concurrency: None,
@@ -217,6 +224,7 @@ impl Settings {
             failure_delay: self.failure_delay,
             timezone: self.timezone,
             jitter: self.jitter.clone(),
+            retries: self.retries.clone(),
         }
     }
 }
@@ -237,6 +245,7 @@ mod tests {
             timezone: Tz::UTC,
             wait: None,
             jitter: BTreeMap::new(),
+            retries: BTreeMap::new(),
             history_limit: 20,
             history_backlog: 100,
             process_concurrency: None,

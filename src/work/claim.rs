@@ -28,8 +28,10 @@ pub(super) struct Claimed {
     pub token: u64,
     /// When the claim was sent (its lease runs from about then).
     pub claimed: Instant,
-    /// The instant its run was due (history on).
+    /// The instant its run was queued for (see [`crate::history::due_at`]).
     pub due: Option<i64>,
+    /// Its field in `P-attempts`, if any (see [`crate::retries`]).
+    pub attempts: Option<String>,
     /// When it was claimed on Redis's clock.
     pub claimed_at: Option<f64>,
 }

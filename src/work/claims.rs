@@ -87,7 +87,6 @@ impl Claims {
         n: usize,
         recover_after: u64,
         now: i64,
-        history: bool,
     ) -> ClaimSent {
         let tags: Vec<String> = (0..n).map(|_| worker_tag().to_string()).collect();
         let verify = !self.unconfirmed.is_empty();
@@ -102,7 +101,6 @@ impl Claims {
                     tags: &tags,
                     recover_after,
                     now,
-                    history,
                 };
                 worker_scripts::add_claim(pipe, keys, &claim);
             }
@@ -292,7 +290,8 @@ impl Claims {
             self.cursor = cursor;
         }
         let mut claimed = Vec::new();
-        while let (Some(id), Some(schedule), Some(pair), Some(status), Some(due)) = (
+        while let (Some(id), Some(schedule), Some(pair), Some(status), Some(due), Some(attempts)) = (
+            items.next(),
             items.next(),
             items.next(),
             items.next(),
@@ -317,6 +316,7 @@ impl Claims {
                 token,
                 claimed: sent,
                 due,
+                attempts: text(attempts),
                 claimed_at,
             });
         }

@@ -23,6 +23,7 @@ use crate::{
     redis::peers::Peers,
     redis::registry::{self, Registration},
     redis::scripts,
+    retries::Attempt,
     schedule::timestamp,
     shutdown::Shutdown,
     work::{
@@ -521,7 +522,6 @@ impl Loop {
         // Before anything is sent: Redis runs this round trip after this instant.
         let sending = Instant::now();
         let recover_after = recover_after(&self.settings).as_secs();
-        let history = self.settings.history_limit > 0;
         let mut pipe = redis::pipe();
         let writing = Writing {
             keys: &self.keys,
@@ -534,7 +534,7 @@ impl Loop {
         let outbox = self.outbox.add_to(&mut pipe, &writing, releases, now);
         let claim = self
             .claims
-            .add_to(&mut pipe, &self.keys, claim, recover_after, now, history);
+            .add_to(&mut pipe, &self.keys, claim, recover_after, now);
         let polled = poll.then(|| {
             let queues = &self.claims.cycle.queues;
             let unfixable = self.link.unfixable();
@@ -774,6 +774,12 @@ impl Loop {
                 .get(c.queue_index)
                 .copied()
                 .unwrap_or(self.settings.default_timeout);
+            let attempt = Attempt::of_claim(
+                c.attempts.as_deref(),
+                c.due,
+                c.schedule.as_deref(),
+                self.settings.timezone,
+            );
             let job = Job {
                 queue: queue_of(&c.id).to_string(),
                 id: c.id,
@@ -782,7 +788,8 @@ impl Loop {
                 slot: 0,
                 token: Some(c.token),
                 fence_at: Some(c.claimed + self.settings.fence_after),
-                due: c.due,
+                due: attempt.due,
+                attempt: attempt.number,
                 claimed_at: c.claimed_at,
             };
             Ready {

@@ -14,6 +14,7 @@ use crate::{
     redis::keys::Keys,
     redis::registry,
     redis::scripts::worker::{self as worker_scripts, FinishReply, Finished, Release},
+    retries::Attempt,
     work::{
         filing::Filing,
         pool::{Ended, Pool, Ready},
@@ -174,7 +175,11 @@ impl Outbox {
         let runs = self.pending.iter().map(|f| {
             let schedule = f.job.schedule.as_deref();
             let at = Self::reference(w.clock, f);
-            let decision = decide(&f.job.id, schedule, &f.end, at, w.policy);
+            let attempt = Attempt {
+                number: f.job.attempt,
+                due: f.job.due,
+            };
+            let decision = decide(&f.job.id, schedule, &f.end, attempt, at, w.policy);
             let (entry, kind) = match history {
                 true => run_entry(f, &decision, w.lost_schedules),
                 false => (String::new(), ""),
@@ -324,7 +329,7 @@ fn finish_results(
 /// `lost`: the prefix lost its schedules, which an unset or a recovery then says.
 fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'static str) {
     use crate::history::{millis, origin, Outcome as H, Stored, WORKER};
-    use crate::policy::AfterRun;
+    use crate::policy::{AfterRun, Attempts};
     use std::borrow::Cow;
     let outcome = match (&f.end, d.after) {
         (_, AfterRun::Unset) => H::Unset,
@@ -348,6 +353,9 @@ fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'s
         _ if lost && matches!(outcome, H::Unset | H::Recovered) => registry::LOST_SCHEDULES.into(),
         _ => "".into(),
     };
+    // A retry is late by its backoff: its lateness is left out (stats' figures of
+    // lateness measure dispatch, not retries).
+    let retry = f.job.attempt > 1;
     let entry = Stored {
         job: Cow::Borrowed(&f.job.id),
         outcome,
@@ -355,7 +363,11 @@ fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'s
         start: Some(millis(start)),
         end: millis(end),
         duration: Some(millis(f.ran.as_secs_f64())),
-        late: f.job.due.map(|due| millis(start - due as f64)),
+        late: f
+            .job
+            .due
+            .filter(|_| !retry)
+            .map(|due| millis(start - due as f64)),
         exit: f.details.exit,
         signal: f.details.signal,
         host: Cow::Borrowed(host),
@@ -363,6 +375,7 @@ fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'s
         by: Cow::Borrowed(WORKER),
         detail,
         tail: Cow::Borrowed(&f.details.tail),
+        attempt: (retry || matches!(d.attempts, Attempts::Retry(..))).then_some(f.job.attempt),
     };
     let kind = if outcome.is_failure() { "f" } else { "" };
     (entry.to_json(), kind)

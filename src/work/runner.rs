@@ -2,7 +2,9 @@
 //!
 //! The command gets the job id as its last argument, stdin from /dev/null, and the
 //! environment plus `REDBIKE_JOBID`, `REDBIKE_QUEUE`, `REDBIKE_PREFIX`,
-//! `REDBIKE_SCHEDULE`, `REDBIKE_BACKOFF_FILE` and `REDBIKE_FENCING_TOKEN`. Its output
+//! `REDBIKE_SCHEDULE`, `REDBIKE_BACKOFF_FILE`, `REDBIKE_FENCING_TOKEN`, `REDBIKE_DUE`
+//! (the occurrence's due instant, unix seconds; empty when unknown) and
+//! `REDBIKE_ATTEMPT` (1, or more for a retry: see [`crate::retries`]). Its output
 //! lines go to the log, prefixed with the job id, within the [`OutputLimits`] of its queue
 //! (see `output.rs`). Exit codes: 0 success (a whole number of seconds written to the
 //! backoff file is a backoff), 100 stop, 101 unset, anything else a failure.
@@ -40,6 +42,8 @@ const JOB_VARS: &[&str] = &[
     "REDBIKE_SCHEDULE",
     "REDBIKE_BACKOFF_FILE",
     "REDBIKE_FENCING_TOKEN",
+    "REDBIKE_DUE",
+    "REDBIKE_ATTEMPT",
 ];
 
 /// The variables through which redbike itself finds Redis (a URL with the password,
@@ -158,13 +162,17 @@ impl CommandRunner {
         output: BorrowedFd,
     ) -> std::io::Result<Child> {
         let token = job.token.map(|t| t.to_string()).unwrap_or_default();
-        let values: [&OsStr; 6] = [
+        let due = job.due.map(|t| t.to_string()).unwrap_or_default();
+        let attempt = job.attempt.to_string();
+        let values: [&OsStr; 8] = [
             job.id.as_ref(),
             job.queue.as_ref(),
             job.prefix.as_ref(),
             job.schedule.as_deref().unwrap_or("").as_ref(),
             backoff_file.as_ref(),
             token.as_ref(),
+            due.as_ref(),
+            attempt.as_ref(),
         ];
         self.spawner.spawn(job.id.as_ref(), &values, output)
     }

@@ -50,7 +50,7 @@ fn outcomes(list: &[Value]) -> Vec<String> {
 }
 
 const HEADER: &str =
-    "job,queue,outcome,due,start,end,duration,late,exit,signal,host,pid,by,detail,tail\r\n";
+    "job,queue,outcome,due,start,end,duration,late,exit,signal,host,pid,by,detail,tail,attempt\r\n";
 
 #[test]
 fn each_run_leaves_an_entry_with_its_outcome() {
@@ -295,7 +295,6 @@ const HISTORY_KEYS: &[&str] = &[
     "t-unfiled-runs",
     "t-recent-failures",
     "t-runs-per-minute",
-    "t-due",
 ];
 
 #[test]
@@ -350,6 +349,9 @@ fn history_limit_trims_and_zero_writes_nothing() {
             "{key} written with history-limit = 0"
         );
     }
+    // The due notes are not history: they give jobs their REDBIKE_DUE.
+    let note: Option<String> = off.s.con().hget("t-due", "rule:A").unwrap();
+    assert!(note.is_some());
     bike(&off.s, off.d.path())
         .args(["history"])
         .run()
@@ -618,6 +620,7 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "t-paused",
         "t-rerun",
         "t-unfiled-runs",
+        "t-attempts",
         "t-work-A",
         "t-work-A-members",
         "t-work-A-j:A",
@@ -638,6 +641,7 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "w",
         "w",
         entry,
+        "",
         "",
         "",
         "20",

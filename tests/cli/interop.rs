@@ -365,3 +365,53 @@ fn a_python_set_makes_the_fleet_look_every_second() {
     assert_eq!(finish(work, 10.0).0, Some(0));
     assert_eq!(finish(disp, 10.0).0, Some(0));
 }
+
+#[test]
+fn a_retry_run_by_a_python_worker_leaves_no_attempt_behind() {
+    let p = need_python!();
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "rb.toml"),
+        "[redbike.retries.A]\nattempts = 3\nbackoff-min = 3\n",
+    )
+    .unwrap();
+    // Fails its first run only; logs `ID ATTEMPT` per run of ours.
+    job_script(
+        &d,
+        "n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n\
+         echo \"$1 $REDBIKE_ATTEMPT\" >> runs.log\n[ \"$n\" -gt 0 ]",
+    );
+    let b = || bike(&s, d.path()).args(["-c", "rb.toml"]);
+    b().args(["set", "flaky:A", "FREQ=SECONDLY;INTERVAL=20"])
+        .ok();
+    let disp = Bg(Some(b().args(["dispatch"]).spawn()));
+    let ours = b().args(["work", "A", "--", "./job.sh"]).spawn();
+    // Our first run fails: the retry waits on the timeline, its attempt in Redis.
+    assert!(wait_until(30.0, || {
+        let f: Option<String> = s.con().hget("t-attempts", "flaky:A").unwrap();
+        f.is_some_and(|f| f.starts_with("2:"))
+    }));
+    signal(&ours, libc::SIGTERM);
+    assert_eq!(finish(ours, 10.0).0, Some(0));
+    // A Python worker takes the retry as an ordinary run and places the job per its
+    // schedule; the field stays (it does not know it).
+    let out = py_command(&p, &s, &d, &["work", "A", "1"], true)
+        .output()
+        .expect("run python");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("flaky:A"));
+    drop(disp);
+    // Our next run serves the next occurrence: attempt 1, not a retry.
+    let disp = Bg(Some(b().args(["dispatch"]).spawn()));
+    let ours = b().args(["work", "A", "--", "./job.sh"]).spawn();
+    let runs = || std::fs::read_to_string(path(&d, "runs.log")).unwrap_or_default();
+    assert!(
+        wait_until(40.0, || runs().lines().count() >= 2),
+        "{}",
+        runs()
+    );
+    assert_eq!(runs().lines().nth(1), Some("flaky:A 1"), "{}", runs());
+    signal(&ours, libc::SIGTERM);
+    assert_eq!(finish(ours, 10.0).0, Some(0));
+    drop(disp);
+}

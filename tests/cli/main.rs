@@ -22,6 +22,7 @@ mod oneoff;
 mod ops;
 mod output;
 mod overlap_watch;
+mod retries;
 mod security;
 mod serve;
 mod soak;

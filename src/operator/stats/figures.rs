@@ -45,6 +45,9 @@ pub struct Stats {
     pub recent_runs: crate::history::Recent,
     /// Paused jobs (HLEN of `P-paused`; `redbike pause`).
     pub paused_jobs: u64,
+    /// Jobs waiting to retry a failed run (HLEN of `P-attempts`; see
+    /// [`crate::retries`]).
+    pub retrying_jobs: u64,
     /// Paused queues, sorted by name (`redbike pause --queue`).
     pub paused_queues: Vec<PausedQueue>,
     /// History entries workers have not yet filed into their jobs' lists (LLEN of
@@ -182,6 +185,7 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
         r.lateness_p99_seconds = max_f64(r.lateness_p99_seconds, t.lateness_p99_seconds);
         r.recent_failures += t.recent_failures;
         all.paused_jobs += s.paused_jobs;
+        all.retrying_jobs += s.retrying_jobs;
         all.schedules_lost = all.schedules_lost.or(s.schedules_lost);
         all.history_unfiled += s.history_unfiled;
         if s.python_seen.as_ref().map(|p| p.expires_in_seconds)

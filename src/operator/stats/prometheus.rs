@@ -145,6 +145,11 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             s.paused_jobs as i64,
         ),
         one(
+            "redbike_retrying_jobs",
+            "Jobs waiting to retry a failed run ([redbike.retries.Q]).",
+            s.retrying_jobs as i64,
+        ),
+        one(
             "redbike_history_unfiled",
             "Run history entries workers have not yet filed into their jobs' lists.",
             s.history_unfiled as i64,

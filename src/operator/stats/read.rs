@@ -123,6 +123,10 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         .arg(&k.schedules_lost)
         .query(store.con)
         .unwrap_or(None);
+    let retrying_jobs: u64 = redis::cmd("HLEN")
+        .arg(&k.attempts)
+        .query(store.con)
+        .unwrap_or(0);
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
@@ -162,6 +166,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         },
         recent_runs: Default::default(),
         paused_jobs,
+        retrying_jobs,
         paused_queues,
         history_unfiled,
         python_seen: python_seen.map(|evidence| PythonSeen {

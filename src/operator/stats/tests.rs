@@ -54,6 +54,7 @@ fn sample() -> Stats {
             recent_failures: 1,
         },
         paused_jobs: 2,
+        retrying_jobs: 3,
         paused_queues: vec![PausedQueue {
             queue: "B".into(),
             since: 50,
@@ -149,6 +150,11 @@ fn paused_queues_in_every_format() {
     let json: serde_json::Value = serde_json::from_str(&render(&s, Format::Json)).unwrap();
     assert_eq!(json["paused_queues"][0]["queue"], "B");
     assert_eq!(json["paused_jobs"], 2);
+    assert_eq!(json["retrying_jobs"], 3);
+    assert!(
+        prom.contains("redbike_retrying_jobs{prefix=\"p\\\"x\"} 3\n"),
+        "{prom}"
+    );
 }
 
 #[test]

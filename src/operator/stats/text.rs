@@ -83,6 +83,9 @@ pub(super) fn render(s: &Stats) -> String {
     if s.paused_jobs > 0 {
         lines.push(format!("paused      {} job(s)", s.paused_jobs));
     }
+    if s.retrying_jobs > 0 {
+        lines.push(format!("retrying    {} job(s)", s.retrying_jobs));
+    }
     for q in &s.paused_queues {
         let since = match q.since {
             0 => String::new(),

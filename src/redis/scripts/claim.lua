@@ -12,16 +12,17 @@
 -- compares, and whoever reads the lease can tell which run holds it.
 -- Consecutive positions of the cycle on one queue are one pop; in a batch of
 -- BATCH_FROM jobs or more, only the lease is a call of its own per job.
--- With history on, each job's status before this claim and its due field are read
--- too (see crate::history::due_at: when the run was due); a due key that is not a hash
--- (missing, or of another type) is not read, as history never costs a claim.
--- KEYS: statuses, schedules, leases, fencing, due, paused, paused-queues, rerun, then
+-- Each job's status before this claim and its due field are read too (see
+-- crate::history::due_at: when the run was due, `REDBIKE_DUE`); a due key that is not
+-- a hash (missing, or of another type) is not read. So is its field in `attempts`
+-- (crate::retries: which attempt the run is), only while that key exists.
+-- KEYS: statuses, schedules, leases, fencing, due, paused, paused-queues, rerun,
+--       attempts, then
 --       per distinct queue ("pair"): its list, its members set, and the lease key of
 --       the job named as the queue (a job id without ':'), which is checked, with all
 --       the others, before the first write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
---       recover-after delay (seconds), history ("1" = read the due instants), then one
---       lease TTL per pair, then n tag prefixes, then one queue name per pair
+--       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes, then one queue name per pair
 -- A queue whose keys hold other types is skipped (its positions in the cycle claim
 -- nothing), as dispatch.lua does: the other queues go on. A paused queue (`pause
 -- --queue`) claims nothing either, without being reported. A paused job popped (a
@@ -30,19 +31,19 @@
 -- Returns {next cursor, token of the first job (the others follow in order, +1 each)
 --          or false, {pair, error, ...} of the queues skipped, Redis's clock (seconds,
 --          as a string: the runs' start for finish.lua), jobid1, schedule1 or false,
---          pair1, status1 or false, due field1 or false, jobid2, ...}
+--          pair1, status1 or false, due field1 or false, attempts field1 or false,
+--          jobid2, ...}
 local now, n, cursor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local cycle = {}
 for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
 -- The one place that knows the layout of KEYS and ARGV, and of the reply per job.
-local FIXED_KEYS, FIXED_ARGS, OUT = 8, 6, 5
+local FIXED_KEYS, FIXED_ARGS, OUT = 9, 5, 6
 local pairs_count = (#KEYS - FIXED_KEYS) / 3
-local history = ARGV[6] == "1"
-local due_key, paused_key, paused_queues_key, rerun_key =
-  KEYS[5], KEYS[6], KEYS[7], KEYS[8]
--- Where field `f` (1: job id, 2: schedule, 3: pair, 4: status, 5: due) of the `t`th
+local due_key, paused_key, paused_queues_key, rerun_key, attempts_key =
+  KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+-- Where field `f` (1: job id, 2: schedule, 3: pair, 4: status, 5: due, 6: attempts) of the `t`th
 -- job claimed goes in the reply.
 local function at(t, f)
   return OUT * (t - 1) + 4 + f
@@ -50,7 +51,7 @@ end
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
 -- whole number well below 2^53 (or be missing).
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string",
-  paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash"})
+  paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash", attempts_key, "hash"})
   or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
   or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
 local odd, skipped = {}, {}
@@ -69,8 +70,10 @@ if bad then
 end
 local clock = redis_time()
 local recover_at = clock + tonumber(ARGV[5])
--- Nothing to read while no dispatcher wrote a due field (the key is missing).
-local read_due = history and redis.call("TYPE", due_key)["ok"] == "hash"
+-- Nothing to read while no dispatcher wrote a due field (the key is missing), nor
+-- while no job waits for a retry.
+local read_due = redis.call("TYPE", due_key)["ok"] == "hash"
+local read_attempts = redis.call("EXISTS", attempts_key) == 1
 -- Paused queues claim nothing (one call for all of them); paused jobs are looked up
 -- only while some job is paused.
 local names = {}
@@ -142,17 +145,18 @@ while taken < n and misses < #cycle do
     later(popped[pair], "SREM", KEYS[FIXED_KEYS - 1 + 3 * pair], jobid)
     later(indexed, "ZADD", KEYS[3], recover_at, jobid)
     out[at(taken, 1)] = jobid
-    out[at(taken, 4)], out[at(taken, 5)] = false, false
+    out[at(taken, 4)], out[at(taken, 5)], out[at(taken, 6)] = false, false, false
     if batch then
       ids[taken] = jobid
       out[at(taken, 2)] = false -- its schedule, read below for the whole batch
     else
       out[at(taken, 2)] = redis.call("HGET", KEYS[2], jobid)
-      if history then
-        out[at(taken, 4)] = redis.call("HGET", KEYS[1], jobid)
-      end
+      out[at(taken, 4)] = redis.call("HGET", KEYS[1], jobid)
       if read_due then
         out[at(taken, 5)] = redis.call("HGET", due_key, jobid)
+      end
+      if read_attempts then
+        out[at(taken, 6)] = redis.call("HGET", attempts_key, jobid)
       end
     end
     set_status(KEYS[1], jobid, "WRK", now)
@@ -173,15 +177,18 @@ if batch and taken > 0 then
     end
   end
   chunked("ZADD", KEYS[3], indexed)
-  if history then
-    -- Before the WRK statuses are written over them.
-    for i, status in ipairs(chunked("HMGET", KEYS[1], ids)) do
-      out[at(i, 4)] = status
-    end
+  -- Before the WRK statuses are written over them.
+  for i, status in ipairs(chunked("HMGET", KEYS[1], ids)) do
+    out[at(i, 4)] = status
   end
   if read_due then
     for i, d in ipairs(chunked("HMGET", due_key, ids)) do
       out[at(i, 5)] = d
+    end
+  end
+  if read_attempts then
+    for i, a in ipairs(chunked("HMGET", attempts_key, ids)) do
+      out[at(i, 6)] = a
     end
   end
   flush_statuses(KEYS[1])

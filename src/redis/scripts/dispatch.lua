@@ -8,18 +8,19 @@
 -- Python peer was seen (with the control key, one MGET; see peers.rs), and the head of
 -- the timeline before and after the pass, so that the dispatcher sleeps until the next
 -- due job and can tell a job it was never told of (evidence of a Python peer).
--- With history on, each job queued in another second than the one it was due in gets
--- its due field, `SCORE:NOW` (the score it was due at and the time of the ENQ status
--- written with it; see crate::history::due_at); for the others the ENQ status says
--- the same, and an older field of theirs goes (so that a run never takes another's),
--- unless the due key holds another type (history never costs a pass).
+-- Each job queued in another second than the one it was due in gets its due field,
+-- `SCORE:NOW` (the score it was due at and the time of the ENQ status written with
+-- it; see crate::history::due_at: the run's `REDBIKE_DUE` and its history's due
+-- instant); for the others the ENQ status says the same, and an older field of
+-- theirs goes (so that a run never takes another's), unless the due key holds
+-- another type (`redbike check` names it).
 -- A paused job found due (a Python worker put it back after its run) leaves the
 -- timeline without being queued, with status PAU.
 -- KEYS: timeline, statuses, control, leases, due, paused, python-seen[, procs, this
 --       dispatcher's description key]
 -- ARGV: prefix, point in time ("" = Redis's clock: a live pass), limit, now (the
---       statuses' time of a pass at a given point), history ("1" = write the due
---       fields)[, process id, description (JSON), ttl]
+--       statuses' time of a pass at a given point)[, process id, description (JSON),
+--       ttl]
 -- A live pass judges what is due on Redis's clock, and writes its statuses with it, so
 -- that the machines' clocks play no part in which occurrence is due (a worker decides
 -- the next one from the clock its claim read: see crate::redis::clock). A pass at a
@@ -80,11 +81,11 @@ end
 -- The heartbeat: SADD first (it fails on a key of another type, before anything is
 -- written), then the description.
 local beat = 0
-if ARGV[6] then
-  if bad_number(ARGV[8], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[8], ARGV[6])) then
+if ARGV[5] then
+  if bad_number(ARGV[7], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[8], ARGV[5])) then
     beat = -1
   else
-    redis.call("SET", KEYS[9], ARGV[7], "EX", ARGV[8])
+    redis.call("SET", KEYS[9], ARGV[6], "EX", ARGV[7])
     beat = 1
   end
 end
@@ -105,7 +106,7 @@ for i = 1, #with_scores, 2 do
   due[#due + 1] = with_scores[i]
   score[with_scores[i]] = with_scores[i + 1]
 end
-local due_type = ARGV[5] == "1" and redis.call("TYPE", KEYS[5])["ok"]
+local due_type = redis.call("TYPE", KEYS[5])["ok"]
 local write_due, drop_due = due_type == "hash" or due_type == "none", due_type == "hash"
 redis.call("ZREM", timeline, unpack(due))
 -- Paused jobs are looked up only while some job is paused.

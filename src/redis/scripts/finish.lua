@@ -22,8 +22,14 @@
 -- run failed). A `rerun` marker (`redbike run` while the job ran) queues the job once
 -- more instead, if this run started before the marker; an older marker (left by a
 -- Python worker's run, which ignores it) is cleared, not honoured.
+-- A failed run to retry (crate::retries) goes on the timeline at its retry instant with
+-- its field in `attempts` (ATTEMPT:DUE:AT) written; any other outcome clears the field,
+-- except a run cut short by its worker (`=`: kept). A one-off run to retry ("oneoff"
+-- with a due time) goes on the timeline only if it was a one-off run (oneoff_action),
+-- else it stops: a `set JOB STOP` while it ran wins.
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
---       recent failures, runs per minute, due, paused, rerun, unfiled runs; then per
+--       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts;
+--       then per
 --       job (KS each):
 --       queue, members, lease, history
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
@@ -31,7 +37,8 @@
 --       schedule whose run did not end by itself, see oneoff_action), due, now,
 --       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
 --       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
---       other), the run's start on Redis's clock (from claim.lua; "" = unknown)
+--       other), the run's start on Redis's clock (from claim.lua; "" = unknown),
+--       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
 --       the minute of now (unix seconds / 60), whether to write entries to their
 --       jobs' lists at once, else to the unfiled runs (flag: "1" or "0")
@@ -42,7 +49,7 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 12, 4, 14
+local FIXED, KS, AS = 13, 4, 15
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
@@ -147,11 +154,26 @@ local function flush_history(k)
   return backlog
 end
 
--- Whether any job is paused or asked to run again: looked up per job only then.
-local any_paused, any_rerun = false, false
+-- Whether any job is paused, asked to run again or waiting to retry: looked up per
+-- job only then.
+local any_paused, any_rerun, any_attempts = false, false, false
+
+-- Writes a job's field in `attempts` per `attempts` (see the header), once it is known
+-- whether the job is placed.
+local function note_attempts(k, jobid, attempts, placed)
+  if attempts == "=" then
+    return
+  elseif attempts ~= "" and placed then
+    redis.call("HSET", k.attempts, jobid, attempts)
+    any_attempts = true
+  elseif any_attempts then
+    redis.call("HDEL", k.attempts, jobid)
+  end
+end
 
 local function place_back(k, lease, current, jobid, tag, expected, mode, action, due,
-                          now, store, failure, queue_wake, timeline_wake, started)
+                          now, store, failure, queue_wake, timeline_wake, started,
+                          attempts)
   if lease ~= tag then
     if lease or redis.call("SISMEMBER", k.members, jobid) == 1
         or redis.call("ZSCORE", k.timeline, jobid) then
@@ -163,6 +185,9 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
   end
   if action == "oneoff" then
     action = oneoff_action(k.statuses, jobid)
+    if action == "enqueue" and tonumber(due) > 0 then
+      action = "timeline"
+    end
   end
   -- From here on the job has no lease (in a batch, ours goes in the DEL at the end).
   if lease == tag then
@@ -178,8 +203,10 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     redis.call("HDEL", k.rerun, jobid)
     redis.call("ZREM", k.timeline, jobid)
     dequeue(k.queue, k.members, jobid)
+    note_attempts(k, jobid, "", false)
     return {"unset"}
   end
+  note_attempts(k, jobid, attempts, mode == "place" and action ~= "stop")
   if failure ~= "" then
     redis.call("HSET", k.failures, jobid, failure .. ":" .. now)
     set_status(k.statuses, jobid, failure, now)
@@ -242,7 +269,7 @@ local function finish(k, lease, current, a)
   local mode = ARGV[a + 4]
   local out = place_back(k, lease, current, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], mode,
     ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10],
-    ARGV[a + 11], ARGV[a + 14])
+    ARGV[a + 11], ARGV[a + 14], ARGV[a + 15])
   if out[1] ~= "changed" then
     record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], out[1] == "unset", lease ~= ARGV[a + 2])
   end
@@ -255,11 +282,11 @@ end
 -- key must not keep a worker from recording every other outcome.
 local seen = {}
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash",
-  KEYS[5], "zset", KEYS[10], "hash", KEYS[11], "hash"}, seen)
+  KEYS[5], "zset", KEYS[10], "hash", KEYS[11], "hash", KEYS[13], "hash"}, seen)
 local odd = {}
 for i = 0, jobs - 1 do
   local a = AS * i
-  bad = bad or (ARGV[a + 5] == "timeline"
+  bad = bad or ((ARGV[a + 5] == "timeline" or ARGV[a + 5] == "oneoff")
     and bad_number(ARGV[a + 6], 0, MAX_UNIX, "due time"))
     or (ARGV[a + 14] ~= "" and not tonumber(ARGV[a + 14])
       and redis.error_reply("ERR run start " .. ARGV[a + 14] .. " is not a number"))
@@ -275,6 +302,7 @@ if bad then
 end
 any_paused = redis.call("EXISTS", KEYS[10]) == 1
 any_rerun = redis.call("EXISTS", KEYS[11]) == 1
+any_attempts = redis.call("EXISTS", KEYS[13]) == 1
 
 -- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil
@@ -293,7 +321,7 @@ local out = {}
 local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
            recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
-           paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12]}
+           paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12], attempts = KEYS[13]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
   k.queue, k.members, k.lease, k.history = KEYS[ki + 1], KEYS[ki + 2], KEYS[ki + 3],

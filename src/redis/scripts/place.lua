@@ -3,7 +3,10 @@
 -- form that keeps a one-off's run for `resume` (NOW, AT:TS).
 -- Refused, before any write, when the prefix was split into shards since this process
 -- checked (see split_refusal).
--- KEYS: schedules, statuses, timeline, queue, members, lease, paused, shards marker
+-- A new schedule starts its attempts afresh: a retry pending is forgotten (see
+-- crate::retries).
+-- KEYS: schedules, statuses, timeline, queue, members, lease, paused, shards marker,
+--       attempts
 -- ARGV: jobid, stored schedule, action (enqueue|timeline|stop), due, now,
 --       queue wake channel, timeline wake channel, schedule stored instead when the
 --       job cannot be queued because it is running (NOW: the worker that finishes it
@@ -12,12 +15,13 @@
 -- Returns the placement's result, or "paused".
 local k = job_keys()
 local jobid = ARGV[1]
-local bad = wrong_job_type(k, {KEYS[7], "hash", KEYS[8], "string"})
+local bad = wrong_job_type(k, {KEYS[7], "hash", KEYS[8], "string", KEYS[9], "hash"})
   or (ARGV[3] == "timeline" and bad_number(ARGV[4], 0, MAX_UNIX, "due time"))
   or split_refusal(KEYS[8])
 if bad then
   return bad
 end
+redis.call("HDEL", KEYS[9], jobid)
 if redis.call("HEXISTS", KEYS[7], jobid) == 1 then
   redis.call("HSET", k.schedules, jobid, ARGV[9])
   return "paused"

@@ -3,12 +3,13 @@
 -- later set of the same id can queue it again. Its pause and a run asked go too.
 -- Its run history goes too (the list and its due field, never a key of another type
 -- under their names, so such a key never stops an unset; `redbike check` names it).
+-- A retry it waited for goes too.
 -- KEYS: schedules, statuses, timeline, queue, members, failures, history, due, paused,
---       rerun
+--       rerun, attempts
 -- ARGV: jobid
 local jobid = ARGV[1]
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset",
-  KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash"})
+  KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash", KEYS[11], "hash"})
 if bad then
   return bad
 end
@@ -21,6 +22,7 @@ redis.call("HDEL", KEYS[2], jobid)
 redis.call("HDEL", KEYS[6], jobid)
 redis.call("HDEL", KEYS[9], jobid)
 redis.call("HDEL", KEYS[10], jobid)
+redis.call("HDEL", KEYS[11], jobid)
 redis.call("ZREM", KEYS[3], jobid)
 if queue_type == "list" or queue_type == "none" then
   dequeue(KEYS[4], KEYS[5], jobid)

@@ -25,8 +25,6 @@ pub(crate) struct Claim<'a> {
     pub recover_after: u64,
     /// Unix time now.
     pub now: i64,
-    /// Whether to read each job's due instant (history on).
-    pub history: bool,
 }
 
 /// Adds a claim.lua call to `pipe`.
@@ -39,7 +37,8 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
         .key(&keys.due)
         .key(&keys.paused)
         .key(&keys.paused_queues)
-        .key(&keys.rerun);
+        .key(&keys.rerun)
+        .key(&keys.attempts);
     for q in c.queues {
         // The lease of job `q` (an id without ':' is its own queue), checked too.
         inv.key(keys.queue(q))
@@ -50,8 +49,7 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
         .arg(c.tags.len())
         .arg(c.cursor)
         .arg(c.order)
-        .arg(c.recover_after)
-        .arg(scripts::flag(c.history));
+        .arg(c.recover_after);
     for ttl in c.ttls {
         inv.arg(*ttl);
     }
@@ -150,7 +148,8 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.due)
         .key(&keys.paused)
         .key(&keys.rerun)
-        .key(&keys.unfiled_runs);
+        .key(&keys.unfiled_runs)
+        .key(&keys.attempts);
     for f in runs {
         let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
@@ -171,7 +170,8 @@ pub(crate) fn add_finish<'a>(
             .arg(&keys.timeline_wake)
             .arg(&f.entry)
             .arg(f.kind)
-            .arg(f.claimed_at.map(|t| format!("{t:.6}")).unwrap_or_default());
+            .arg(f.claimed_at.map(|t| format!("{t:.6}")).unwrap_or_default())
+            .arg(f.decision.attempts.wire());
     }
     inv.arg(history_limit)
         .arg(crate::history::RECENT_RUNS)
