@@ -242,13 +242,17 @@ fn last_failures(flat: &[String]) -> Vec<Failure> {
     failures
 }
 
-/// A failure as the run history recorded it: its outcome, and the last line of its
-/// output (else its reason).
+/// A failure as the run history recorded it: its outcome (with its attempt, `failed
+/// #2`, when retries count them), and the last line of its output (else its reason).
 fn failure_of(e: &history::Entry) -> Failure {
     let last = e.tail.lines().rev().find(|l| !l.trim().is_empty());
+    let name = e.outcome.name();
     Failure {
         jobid: e.job.clone(),
-        event: e.outcome.name().to_string(),
+        event: match e.attempt {
+            Some(n) => format!("{name} #{n}"),
+            None => name.to_string(),
+        },
         at: e.end as i64,
         detail: last.unwrap_or(&e.detail).trim().to_string(),
     }
@@ -522,4 +526,19 @@ pub fn read(
         slow,
     };
     Ok((snapshot, sent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retried_failure_names_its_attempt() {
+        let mut e = history::Entry::new("j:A", history::Outcome::Failed, 10.0, "worker");
+        e.tail = "first\nlast line\n\n".into();
+        assert_eq!(failure_of(&e).event, "failed");
+        assert_eq!(failure_of(&e).detail, "last line");
+        e.attempt = Some(2);
+        assert_eq!(failure_of(&e).event, "failed #2");
+    }
 }
