@@ -91,6 +91,9 @@ pub struct Config {
     /// How the failed runs of particular queues run again (`[redbike.retries.Q]`, see
     /// `retries.rs`); queues not named are not retried.
     pub retries: BTreeMap<String, Retries>,
+    /// Fleet-wide limits of particular queues (`[redbike.limits]`): at most that many
+    /// of the queue's jobs leased at once over all workers.
+    pub limits: BTreeMap<String, u64>,
     /// Seconds a dispatcher or worker stays listed after its last heartbeat
     /// (`heartbeat-ttl`, see `redis/registry.rs`).
     pub heartbeat_ttl: u64,
@@ -166,6 +169,7 @@ struct RedbikeTable {
     catch_up: Option<BTreeMap<String, QueueCatchUpTable>>,
     jitter: Option<BTreeMap<String, u64>>,
     retries: Option<BTreeMap<String, QueueRetriesTable>>,
+    limits: Option<BTreeMap<String, u64>>,
     heartbeat_ttl: Option<u64>,
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
@@ -353,6 +357,15 @@ impl Config {
                 })?;
         }
         let retries = retries_of(t.retries.unwrap_or_default())?;
+        let queue_limits = t.limits.unwrap_or_default();
+        for (queue, n) in &queue_limits {
+            limits::QUEUE_LIMIT
+                .check(*n)
+                .map_err(|why| ConfigError::Value {
+                    key: "redbike.limits",
+                    message: format!("queue {queue}: {why}"),
+                })?;
+        }
         let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
         for (key, name) in queue_names
             .map(|q| ("redbike.queues", q))
@@ -360,6 +373,7 @@ impl Config {
             .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
             .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
             .chain(retries.keys().map(|q| ("redbike.retries", q.as_str())))
+            .chain(queue_limits.keys().map(|q| ("redbike.limits", q.as_str())))
         {
             if let Some(why) = crate::redis::keys::queue_collision(name) {
                 return Err(ConfigError::Value {
@@ -464,6 +478,7 @@ impl Config {
             catch_up,
             jitter,
             retries,
+            limits: queue_limits,
             heartbeat_ttl,
             overdue_after,
             history_limit,

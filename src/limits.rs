@@ -47,6 +47,8 @@ pub const BACKOFF: Range = Range::new(0, YEAR, "seconds");
 pub const RETRY_ATTEMPTS: Range = Range::new(1, 100, "");
 /// `backoff-min` and `backoff-max` of `[redbike.retries.Q]`: seconds between attempts.
 pub const RETRY_BACKOFF: Range = Range::new(1, 7 * 86_400, "seconds");
+/// `[redbike.limits]`: most jobs of a queue leased at once over all workers.
+pub const QUEUE_LIMIT: Range = Range::new(1, 1_000_000, "");
 /// `-j/--concurrency`, `concurrency`: jobs one worker runs at once.
 pub const CONCURRENCY: Range = Range::new(1, 1024, "");
 /// `shards`: the shards a prefix is split into (see `crate::shard`); 1 is today's

@@ -369,16 +369,19 @@ do not register: they are never listed.
 --format table (the default) prints aligned columns for people: KIND, HOST, PID, \
 QUEUES (a worker's distinct queues), JOBS (its concurrency), VERSION, STARTED (UTC), \
 HEARTBEAT (seconds since the last one, by this host's clock), EXPIRES (when the \
-entry expires unless it heart-beats, by Redis's clock) and FAILING (the error retrying \
-cannot fix that keeps it from its work, such as NOPERM or WRONGTYPE, or -).
+entry expires unless it heart-beats, by Redis's clock), FAILING (the error retrying \
+cannot fix that keeps it from its work, such as NOPERM or WRONGTYPE, or -) and LIMITS \
+(the fleet-wide limits it applies to its queues, Q=N, or -).
 
 --format csv prints RFC 4180 rows under the header row \
-id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing: id is \
+id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing,limits: id is \
 HOST-PID-RANDOM, kind dispatcher or worker, queues joined by ':' (empty for a \
 dispatcher), concurrency empty for a dispatcher, started and heartbeat unix seconds by \
 the process's own clock, expires_in_seconds with milliseconds, failing empty while it \
-works. --format json prints an array of objects with the same fields (queues a list, \
-concurrency null for a dispatcher, failing absent while it works, and ttl). Rows are sorted by kind, host and pid.
+works, limits the fleet-wide limits a worker applies to its queues ([redbike.limits]) as \
+Q=N joined by ';'. --format json prints an array of objects with the same fields (queues a list, \
+concurrency null for a dispatcher, failing absent while it works, limits an object, \
+absent when none, and ttl). Rows are sorted by kind, host and pid.
 
 Keys: PREFIX-procs (set of ids) and PREFIX-proc-ID (the JSON description, expiring); \
 reading them costs SMEMBERS, then GET and PTTL per process.";

@@ -128,6 +128,7 @@ pub(super) fn cmd_stats(
         queues,
         scan,
         overdue_after: config.overdue_after,
+        limits: config.limits.clone(),
     };
     let mut parts = Vec::new();
     for config in shard::checked_all(config)? {

@@ -72,7 +72,7 @@ pub enum Format {
 }
 
 /// The CSV header row (also in the man page).
-pub const CSV_HEADER: [&str; 11] = [
+pub const CSV_HEADER: [&str; 12] = [
     "id",
     "kind",
     "host",
@@ -84,7 +84,14 @@ pub const CSV_HEADER: [&str; 11] = [
     "heartbeat",
     "expires_in_seconds",
     "failing",
+    "limits",
 ];
+
+/// A worker's limits as `Q=N` joined with `;` (empty: none).
+fn limits_text(d: &crate::redis::registry::Description) -> String {
+    let limits: Vec<String> = d.limits.iter().map(|(q, n)| format!("{q}={n}")).collect();
+    limits.join(";")
+}
 
 /// Renders `listed` as of `now` (unix seconds, for the table's ages). What processes
 /// wrote about themselves is shown by the terminal rule: the table escaped, the CSV
@@ -126,6 +133,7 @@ fn csv(listed: &[Listed], escape: bool) -> Result<Vec<u8>> {
             d.heartbeat.to_string(),
             format!("{:.3}", l.expires_in_seconds),
             d.failing.clone().unwrap_or_default(),
+            limits_text(d),
         ];
         w.write_record(
             row.iter()
@@ -150,6 +158,7 @@ fn table(listed: &[Listed], now: i64) -> String {
         "HEARTBEAT",
         "EXPIRES",
         "FAILING",
+        "LIMITS",
     ]
     .map(String::from)];
     for l in listed {
@@ -168,6 +177,10 @@ fn table(listed: &[Listed], now: i64) -> String {
             format!("{}s ago", (now - d.heartbeat).max(0)),
             format!("in {:.0}s", l.expires_in_seconds.ceil()),
             d.failing.clone().unwrap_or_else(|| "-".into()),
+            match d.limits.is_empty() {
+                true => "-".into(),
+                false => limits_text(d),
+            },
         ]);
     }
     let widths: Vec<usize> = (0..rows[0].len())
@@ -205,6 +218,7 @@ mod tests {
                 heartbeat: 95,
                 ttl: 30,
                 failing: None,
+                limits: [("A".to_string(), 3)].into(),
             },
             expires_in_seconds: 25.5,
         }
@@ -215,8 +229,8 @@ mod tests {
         let out = String::from_utf8(render(&[worker()], Format::Csv, 100, false).unwrap()).unwrap();
         assert_eq!(
             out,
-            "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing\r\n\
-             h-7-00000001,worker,h,7,\"A:B,\"\"x\"\"\",4,0.1.0,0,95,25.500,\r\n"
+            "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing,limits\r\n\
+             h-7-00000001,worker,h,7,\"A:B,\"\"x\"\"\",4,0.1.0,0,95,25.500,,A=3\r\n"
         );
     }
 
@@ -228,5 +242,6 @@ mod tests {
         assert_eq!(lines[0].find("HOST"), lines[1].find("h "));
         assert!(lines[1].contains("5s ago"), "{out}");
         assert!(lines[1].contains("1970-01-01T00:00:00Z"), "{out}");
+        assert!(lines[1].ends_with("A=3"), "{out}");
     }
 }

@@ -17,7 +17,10 @@
 //! that is 2 commands every 10 s. A process that stops cleanly deletes its description
 //! and id.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use redis::{Connection, Pipeline, RedisResult, Value};
 use serde::{Deserialize, Serialize};
@@ -60,6 +63,10 @@ pub struct Description {
     /// `WRONGTYPE`, ...), while that lasts; absent while it works.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing: Option<String>,
+    /// The fleet-wide limits a worker applies to its queues (`[redbike.limits]`);
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, u64>,
 }
 
 /// A registered process as a reader sees it.
@@ -106,6 +113,17 @@ pub const LOST_SCHEDULES: &str = "the prefix lost its schedules: redis came back
 const LOST_NOTE_TTL: u64 = 86_400;
 
 impl Registration {
+    /// The registration with the fleet-wide limits of its queues in `limits`.
+    pub fn with_limits(mut self, limits: &BTreeMap<String, u64>) -> Registration {
+        self.description.limits = self
+            .description
+            .queues
+            .iter()
+            .filter_map(|q| Some((q.clone(), *limits.get(q)?)))
+            .collect();
+        self
+    }
+
     /// The registration of this process as a `kind` working `queues`.
     pub fn new(
         access: &Access,
@@ -135,6 +153,7 @@ impl Registration {
                 heartbeat: now,
                 ttl,
                 failing: None,
+                limits: BTreeMap::new(),
             },
             next: Instant::now(),
             failing: None,
@@ -439,6 +458,7 @@ mod tests {
             heartbeat: 20,
             ttl: 30,
             failing: Some("NOPERM".into()),
+            limits: [("B".to_string(), 3)].into(),
         };
         let json = serde_json::to_string(&d).unwrap();
         assert_eq!(serde_json::from_str::<Description>(&json).unwrap(), d);

@@ -108,6 +108,7 @@ impl Source {
                 queues: stats_queues,
                 scan: false,
                 overdue_after: config.overdue_after,
+                limits: config.limits.clone(),
             },
             config: config.clone(),
             state: Mutex::new(State {

@@ -106,6 +106,7 @@ pub fn run(config: &Config, flags: &Flags) -> Result<()> {
             .collect::<BTreeSet<_>>(),
         timeouts: config.worker.timeouts.clone(),
         default_timeout: config.default_timeout,
+        limits: config.limits.clone(),
     };
     let stats_queues = if flags.queues.is_some() {
         flag_queues

@@ -79,10 +79,12 @@ fn plan(config: &Config, extra: &[String]) -> Result<Plan> {
     if let Some(text) = &config.worker.queues {
         queues.extend(crate::work::parse_queues(text)?);
     }
+    queues.extend(config.limits.keys().cloned());
     Ok(Plan {
         queues,
         timeouts: config.worker.timeouts.clone(),
         default_timeout: config.default_timeout,
+        limits: config.limits.clone(),
     })
 }
 

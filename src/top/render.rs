@@ -132,7 +132,10 @@ fn sections(app: &App) -> Vec<Pane> {
                         name,
                         q.length.to_string(),
                         oldest,
-                        q.running.to_string(),
+                        match q.limit {
+                            Some(limit) => format!("{}/{limit}", q.running),
+                            None => q.running.to_string(),
+                        },
                         q.workers.to_string(),
                         q.runs.runs.to_string(),
                         q.runs.failures.to_string(),

@@ -117,6 +117,8 @@ pub struct QueueRow {
     pub runs: QueueRuns,
     /// Since when our workers do not claim from it (`pause --queue`), unix seconds.
     pub paused_since: Option<i64>,
+    /// Its fleet-wide limit (`[redbike.limits]`), if it has one.
+    pub limit: Option<u64>,
 }
 
 /// A job's last failure.
@@ -143,6 +145,8 @@ pub struct Plan {
     pub timeouts: BTreeMap<String, u64>,
     /// Timeout of other queues.
     pub default_timeout: u64,
+    /// Fleet-wide limits of queues (the config's `[redbike.limits]`).
+    pub limits: BTreeMap<String, u64>,
 }
 
 type Scored = Vec<(String, f64)>;
@@ -468,6 +472,7 @@ pub fn read(
                 workers: slow.workers_per_queue.get(name).copied().unwrap_or(0),
                 runs: slow.runs.get(name).cloned().unwrap_or_default(),
                 paused_since: slow.paused_queues.get(name).copied(),
+                limit: plan.limits.get(name).copied(),
             },
         );
     }

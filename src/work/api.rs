@@ -185,6 +185,9 @@ pub struct Settings {
     pub jitter: BTreeMap<String, u64>,
     /// Per-queue retries of failed runs (`[redbike.retries.Q]`).
     pub retries: BTreeMap<String, crate::retries::Retries>,
+    /// Fleet-wide limits of queues: at most that many of a queue's jobs leased at once
+    /// over all workers (`[redbike.limits]`).
+    pub limits: BTreeMap<String, u64>,
     /// History entries kept per job (`history-limit`; 0: none written).
     pub history_limit: u64,
     /// History entries left unfiled before a busy worker files them
@@ -211,6 +214,7 @@ impl Settings {
             wait: config.redis.wait(),
             jitter: config.jitter.clone(),
             retries: config.retries.clone(),
+            limits: config.limits.clone(),
             history_limit: config.history_limit,
             history_backlog: config.history_backlog,
             process_concurrency: None,
@@ -246,6 +250,7 @@ mod tests {
             wait: None,
             jitter: BTreeMap::new(),
             retries: BTreeMap::new(),
+            limits: BTreeMap::new(),
             history_limit: 20,
             history_backlog: 100,
             process_concurrency: None,

@@ -3,7 +3,10 @@
 //! tested alone. The loop reads the pool and the clock and asks these; the claims'
 //! share of a round trip is `claims.rs`.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use crate::work::api::LEASE_MARGIN;
 
@@ -48,6 +51,9 @@ pub(super) struct Cycle {
     pub ttls: Vec<u64>,
     /// Timeout per distinct queue.
     pub timeouts: Vec<Duration>,
+    /// Fleet-wide limit per distinct queue, 0 for none (`[redbike.limits]`): at most
+    /// that many of its jobs leased at once over all workers, which claim.lua enforces.
+    pub limits: Vec<u64>,
 }
 
 impl Cycle {
@@ -72,12 +78,24 @@ impl Cycle {
             .map(|t| (*t + grace + LEASE_MARGIN).as_secs_f64().ceil() as u64)
             .collect();
         Cycle {
+            limits: vec![0; queues.len()],
             queues,
             positions: order.len(),
             order: order.join(","),
             ttls,
             timeouts,
         }
+    }
+
+    /// The cycle with the fleet-wide limits of its queues in `limits` (queue -> most
+    /// jobs leased at once).
+    pub fn with_limits(mut self, limits: &BTreeMap<String, u64>) -> Cycle {
+        self.limits = self
+            .queues
+            .iter()
+            .map(|q| limits.get(q).copied().unwrap_or(0))
+            .collect();
+        self
     }
 
     /// The position `n` claims after `cursor`, when each claims one position.
@@ -203,6 +221,9 @@ mod tests {
         assert_eq!(c.positions, 3);
         // Timeout, grace and LEASE_MARGIN (10 s), rounded up.
         assert_eq!(c.ttls, [21, 12]);
+        assert_eq!(c.limits, [0, 0]);
+        let c = c.with_limits(&[("B".to_string(), 3), ("C".to_string(), 1)].into());
+        assert_eq!(c.limits, [0, 3]);
         assert_eq!(
             c.timeouts,
             [Duration::from_secs(10), Duration::from_secs(1)]

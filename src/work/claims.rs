@@ -98,6 +98,7 @@ impl Claims {
                     order: &cycle.order,
                     cursor: self.cursor,
                     ttls: &cycle.ttls,
+                    limits: &cycle.limits,
                     tags: &tags,
                     recover_after,
                     now,

@@ -72,7 +72,8 @@ pub fn run(
         &names,
         |q| runner.timeout(q).unwrap_or(settings.default_timeout),
         settings.grace,
-    );
+    )
+    .with_limits(&settings.limits);
     crate::log_info!(
         "worker starting: prefix={} redis={} queues={} concurrency={}",
         config.prefix,
@@ -93,7 +94,8 @@ pub fn run(
         registry::WORKER,
         cycle.queues.clone(),
         Some(settings.process_concurrency.unwrap_or(settings.concurrency)),
-    );
+    )
+    .with_limits(&settings.limits);
     let mut lp = Loop {
         filing: Filing::new(settings.history_limit, settings.history_backlog),
         clock: RedisClock::default(),
@@ -530,6 +532,7 @@ impl Loop {
             history_limit: self.settings.history_limit,
             file_directly: self.filing.full(),
             lost_schedules: self.poll.registration.lost_schedules(),
+            limits: &self.settings.limits,
         };
         let outbox = self.outbox.add_to(&mut pipe, &writing, releases, now);
         let claim = self

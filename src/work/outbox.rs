@@ -4,7 +4,10 @@
 //! queues (release.lua). Writes whose replies were lost go back to it, to be written
 //! again (both scripts are idempotent).
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::BTreeMap,
+    time::{Duration, Instant},
+};
 
 use redis::{Pipeline, RedisError, RedisResult, Value};
 
@@ -62,6 +65,9 @@ pub(super) struct Writing<'a> {
     pub file_directly: bool,
     /// Whether the prefix lost its schedules (see [`registry::Registration`]).
     pub lost_schedules: bool,
+    /// The fleet-wide limits of queues (`[redbike.limits]`): the end of a run of a
+    /// limited queue wakes the workers waiting for room in it.
+    pub limits: &'a BTreeMap<String, u64>,
 }
 
 impl Outbox {
@@ -192,6 +198,7 @@ impl Outbox {
                 entry,
                 kind,
                 claimed_at: f.job.claimed_at,
+                limited: w.limits.contains_key(&f.job.queue),
             }
         });
         worker_scripts::add_finish(pipe, w.keys, runs, now, w.history_limit, w.file_directly);

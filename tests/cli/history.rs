@@ -644,6 +644,7 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "",
         "",
         "",
+        "0",
         "20",
         "1000",
         "1000",

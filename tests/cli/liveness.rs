@@ -89,7 +89,7 @@ fn ps_lists_running_processes_until_they_stop_cleanly() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing"
+        "id,kind,host,pid,queues,concurrency,version,started,heartbeat,expires_in_seconds,failing,limits"
     );
     assert_eq!(lines.len(), 3, "{csv}");
     assert!(

@@ -17,6 +17,7 @@ mod history;
 mod interop;
 mod jitter;
 mod job_commands;
+mod limits;
 mod liveness;
 mod oneoff;
 mod ops;

@@ -144,6 +144,7 @@ fn frame_of_a_known_prefix_at_80x24() {
         queues: ["A", "B", "C"].map(String::from).into(),
         timeouts: [("B".to_string(), 90)].into(),
         default_timeout: 3600,
+        limits: [("B".to_string(), 4)].into(),
     };
     // A worker of queue B registers (and finds nothing to claim: busy:B is leased).
     let _worker = Bg(Some(rb().args(["work", "B", "--", "true"]).spawn()));
@@ -177,7 +178,7 @@ schedules 5  timeline 2 (0 due)  running 1  failed 1  dispatchers 0  workers 1
  queues (3) ────────────────────────────────────────────────────────────────────
 QUEUE                        WAITING OLDEST RUN  WRK  RUNS/M FAIL/M LATE p50/p99
 A                            1       1m15s  0    0    0      0      -
-B                            0       -      1    1    0      0      -
+B                            0       -      1/4  1    0      0      -
 C (paused)                   0       -      0    0    0      0      -
  running (1) ───────────────────────────────────────────────────────────────────
 JOB                                                            ELAPSED  TIMEOUT

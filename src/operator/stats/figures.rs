@@ -130,6 +130,10 @@ pub struct Queue {
     /// Seconds the next job to be claimed has waited, from its `ENQ` status; 0 for an
     /// empty queue; `None` when that job's status is not `ENQ` (so its age is unknown).
     pub oldest_age_seconds: Option<i64>,
+    /// Its fleet-wide limit (`[redbike.limits]`), if it has one.
+    pub limit: Option<u64>,
+    /// Its jobs leased now, counted from the running index, for a limited queue.
+    pub leased: Option<u64>,
 }
 
 /// The figures of a prefix split into shards, from each shard's (in shard order) and
@@ -156,6 +160,7 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
                 Some(a) => {
                     a.length += q.length;
                     a.oldest_age_seconds = a.oldest_age_seconds.max(q.oldest_age_seconds);
+                    a.leased = a.leased.zip(q.leased).map(|(x, y)| x + y);
                 }
                 None => all.queues.push(q),
             }

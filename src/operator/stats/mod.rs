@@ -11,7 +11,7 @@ mod prometheus;
 mod read;
 mod text;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{Error, Result};
 
@@ -38,6 +38,9 @@ pub struct Options {
     pub scan: bool,
     /// Seconds a job may be due before it counts as overdue (`overdue-after`).
     pub overdue_after: u64,
+    /// The fleet-wide limits of queues (`[redbike.limits]`): such a queue is reported
+    /// with its limit and its jobs leased now.
+    pub limits: BTreeMap<String, u64>,
 }
 
 /// Renders the figures in `format`, newline-terminated.

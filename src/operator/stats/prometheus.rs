@@ -135,6 +135,16 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             &|q| Some(q.length as i64),
         ),
         per_queue(
+            "redbike_queue_limit",
+            "The fleet-wide limit of the queue: most of its jobs leased at once ([redbike.limits]).",
+            &|q| q.limit.map(|v| v as i64),
+        ),
+        per_queue(
+            "redbike_queue_leased",
+            "Jobs of a limited queue leased now, from the running index.",
+            &|q| q.leased.map(|v| v as i64),
+        ),
+        per_queue(
             "redbike_queue_oldest_age_seconds",
             "Seconds the next job of the queue has waited (0 when empty; absent when unknown).",
             &|q| q.oldest_age_seconds,

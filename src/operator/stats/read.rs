@@ -28,6 +28,7 @@ pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -
     stats.redis = probe.query(store.con)?.ok();
     stats.recent_runs = crate::redis::history::recent(store, timestamp::now_precise())?;
     let mut names: BTreeSet<String> = opts.queues.iter().cloned().collect();
+    names.extend(opts.limits.keys().cloned());
     if opts.scan {
         let found = scan_work_keys(store)?;
         names.extend(found.queues);
@@ -38,6 +39,15 @@ pub fn collect(store: &mut Store<'_>, opts: &Options, probe: &Probe, now: i64) -
         stats.scanned = true;
     }
     stats.queues = read_queues(store, &names, now)?;
+    if !opts.limits.is_empty() {
+        let leased = leased_per_queue(store)?;
+        for q in &mut stats.queues {
+            q.limit = opts.limits.get(&q.queue).copied();
+            if q.limit.is_some() {
+                q.leased = Some(leased.get(&q.queue).copied().unwrap_or(0));
+            }
+        }
+    }
     stats.alive = match crate::redis::registry::list(store) {
         Ok(listed) => Some(count_alive(&listed, &names)),
         Err(e) if crate::error::is_wrong_type(&e) => None,
@@ -203,8 +213,28 @@ fn read_queues(store: &mut Store<'_>, names: &BTreeSet<String>, now: i64) -> Res
                 None => Some(0),
                 Some(_) => enqueued_age(status.as_deref(), now),
             },
+            limit: None,
+            leased: None,
         })
         .collect())
+}
+
+/// The jobs leased now per queue, from the running index (as claim.lua counts them for
+/// a limited queue); an index of another type counts none (`check` names it).
+fn leased_per_queue(store: &mut Store<'_>) -> Result<BTreeMap<String, u64>> {
+    let running: Vec<String> = redis::cmd("ZRANGE")
+        .arg(&store.keys.leases)
+        .arg(0)
+        .arg(-1)
+        .query(store.con)
+        .unwrap_or_default();
+    let mut leased = BTreeMap::new();
+    for jobid in &running {
+        *leased
+            .entry(crate::jobid::queue_of(jobid).to_string())
+            .or_insert(0) += 1;
+    }
+    Ok(leased)
 }
 
 /// Seconds since an `ENQ:TS` status; `None` for any other status.

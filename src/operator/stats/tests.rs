@@ -19,11 +19,15 @@ fn sample() -> Stats {
                 queue: "A".into(),
                 length: 2,
                 oldest_age_seconds: Some(5),
+                limit: Some(3),
+                leased: Some(1),
             },
             Queue {
                 queue: "B\\n".into(),
                 length: 1,
                 oldest_age_seconds: None,
+                limit: None,
+                leased: None,
             },
         ],
         statuses: Some([("ENQ".to_string(), 3u64)].into_iter().collect()),
@@ -151,6 +155,21 @@ fn paused_queues_in_every_format() {
     assert_eq!(json["paused_queues"][0]["queue"], "B");
     assert_eq!(json["paused_jobs"], 2);
     assert_eq!(json["retrying_jobs"], 3);
+    assert_eq!(json["queues"][0]["limit"], 3);
+    assert!(
+        prom.contains("redbike_queue_limit{prefix=\"p\\\"x\",queue=\"A\"} 3\n"),
+        "{prom}"
+    );
+    assert!(
+        prom.contains("redbike_queue_leased{prefix=\"p\\\"x\",queue=\"A\"} 1\n"),
+        "{prom}"
+    );
+    assert!(
+        !prom.contains("redbike_queue_limit{prefix=\"p\\\"x\",queue=\"B"),
+        "{prom}"
+    );
+    assert!(render(&s, Format::Text)
+        .contains("queue       A: 2 waiting, the oldest for 5s, limit 3 (1 leased)\n"));
     assert!(
         prom.contains("redbike_retrying_jobs{prefix=\"p\\\"x\"} 3\n"),
         "{prom}"

@@ -75,8 +75,12 @@ pub(super) fn render(s: &Stats) -> String {
             Some(age) => format!(", the oldest for {age}s"),
             None => ", the oldest for an unknown time (its status is not ENQ)".into(),
         };
+        let limit = match (q.limit, q.leased) {
+            (Some(limit), Some(leased)) => format!(", limit {limit} ({leased} leased)"),
+            _ => String::new(),
+        };
         lines.push(format!(
-            "queue       {}: {} waiting{oldest}",
+            "queue       {}: {} waiting{oldest}{limit}",
             q.queue, q.length
         ));
     }

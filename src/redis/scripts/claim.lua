@@ -16,13 +16,18 @@
 -- crate::history::due_at: when the run was due, `REDBIKE_DUE`); a due key that is not
 -- a hash (missing, or of another type) is not read. So is its field in `attempts`
 -- (crate::retries: which attempt the run is), only while that key exists.
+-- A queue with a fleet-wide limit ([redbike.limits], see crate::work::claim) claims at
+-- most what its limit leaves: its jobs leased now are counted from the running index
+-- (the leases sorted set), in one pass, only when the cycle holds a limited queue. The
+-- rest wait in their queue, in order.
 -- KEYS: statuses, schedules, leases, fencing, due, paused, paused-queues, rerun,
 --       attempts, then
 --       per distinct queue ("pair"): its list, its members set, and the lease key of
 --       the job named as the queue (a job id without ':'), which is checked, with all
 --       the others, before the first write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
---       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes, then one queue name per pair
+--       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes, then one queue name per pair,
+--       then one limit per pair (0: none)
 -- A queue whose keys hold other types is skipped (its positions in the cycle claim
 -- nothing), as dispatch.lua does: the other queues go on. A paused queue (`pause
 -- --queue`) claims nothing either, without being reported. A paused job popped (a
@@ -57,6 +62,7 @@ local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[
 local odd, skipped = {}, {}
 for pair = 1, pairs_count do
   bad = bad or bad_number(ARGV[FIXED_ARGS + pair], 1, MAX_TTL, "lease time")
+    or bad_number(ARGV[FIXED_ARGS + 2 * pairs_count + n + pair], 0, 1000000, "queue limit")
   local i = FIXED_KEYS - 2 + 3 * pair
   local e = wrong_type({KEYS[i], "list", KEYS[i + 1], "set", KEYS[i + 2], "string"})
   if e then
@@ -82,6 +88,24 @@ for pair = 1, pairs_count do
 end
 local held = redis.call("HMGET", paused_queues_key, unpack(names))
 local any_paused = redis.call("EXISTS", paused_key) == 1
+-- The room a limited queue has left: its limit less its jobs leased now (the part of
+-- each running job's id after the last ':', or the whole id, names its queue).
+local room, limited = {}, {}
+for pair = 1, pairs_count do
+  local limit = tonumber(ARGV[FIXED_ARGS + 2 * pairs_count + n + pair])
+  if limit > 0 then
+    room[pair] = limit
+    limited[names[pair]] = pair
+  end
+end
+if next(limited) then
+  for _, jobid in ipairs(redis.call("ZRANGE", KEYS[3], 0, -1)) do
+    local pair = limited[string.match(jobid, ":([^:]*)$") or jobid]
+    if pair then
+      room[pair] = room[pair] - 1
+    end
+  end
+end
 -- Tokens are taken for all `n` before the first pop: one call; unused ones are
 -- skipped. The counter is first raised to Redis's clock in microseconds (see above).
 local first_token = false
@@ -111,7 +135,11 @@ while taken < n and misses < #cycle do
   end
   cursor = cursor + run
   local queue = KEYS[FIXED_KEYS - 2 + 3 * pair]
-  local open = not odd[pair] and not held[pair]
+  local want = run
+  if room[pair] then
+    want = math.max(0, math.min(run, room[pair]))
+  end
+  local open = not odd[pair] and not held[pair] and want > 0
   -- The tokens are taken before the first pop: INCRBY is the call's first write, and
   -- Redis refuses it at maxmemory (OOM) where it lets a pop through, so a Redis out of
   -- memory fails the whole claim before anything is written, rather than hand out
@@ -119,7 +147,7 @@ while taken < n and misses < #cycle do
   if open and not first_token and redis.call("LLEN", queue) > 0 then
     first_token = take_tokens()
   end
-  local jobs = (open and redis.call("RPOP", queue, run)) or {}
+  local jobs = (open and redis.call("RPOP", queue, want)) or {}
   local got = #jobs
   if any_paused and got > 0 then
     local kept = {}
@@ -133,6 +161,9 @@ while taken < n and misses < #cycle do
       end
     end
     jobs = kept
+  end
+  if room[pair] then
+    room[pair] = room[pair] - #jobs
   end
   if batch then
     popped[pair] = popped[pair] or {}

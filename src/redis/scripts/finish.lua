@@ -38,7 +38,9 @@
 --       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
 --       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
 --       other), the run's start on Redis's clock (from claim.lua; "" = unknown),
---       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write)
+--       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write),
+--       whether its queue has a fleet-wide limit (flag: its end wakes the workers
+--       waiting for room in it while jobs wait there)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
 --       the minute of now (unix seconds / 60), whether to write entries to their
 --       jobs' lists at once, else to the unfiled runs (flag: "1" or "0")
@@ -49,7 +51,7 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 13, 4, 15
+local FIXED, KS, AS = 13, 4, 16
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
@@ -272,6 +274,10 @@ local function finish(k, lease, current, a)
     ARGV[a + 11], ARGV[a + 14], ARGV[a + 15])
   if out[1] ~= "changed" then
     record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], out[1] == "unset", lease ~= ARGV[a + 2])
+  end
+  if ARGV[a + 16] == "1" and out[1] ~= "stale" and out[1] ~= "changed"
+      and redis.call("LLEN", k.queue) > 0 then
+    wake(ARGV[a + 10], "1")
   end
   return out
 end

@@ -19,6 +19,8 @@ pub(crate) struct Claim<'a> {
     pub cursor: usize,
     /// Lease TTL in seconds per distinct queue.
     pub ttls: &'a [u64],
+    /// Fleet-wide limit per distinct queue (0: none).
+    pub limits: &'a [u64],
     /// The random part of each lease tag, one per job to claim.
     pub tags: &'a [String],
     /// Seconds after which a dispatcher may recover the jobs (the running index).
@@ -59,6 +61,9 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
     // Their names, for the paused queues (`redbike pause --queue`).
     for q in c.queues {
         inv.arg(q);
+    }
+    for limit in c.limits {
+        inv.arg(*limit);
     }
     pipe.invoke_script(&inv);
 }
@@ -123,6 +128,9 @@ pub(crate) struct Finished<'a> {
     pub kind: &'static str,
     /// When its run was claimed, on Redis's clock (from claim.lua's reply).
     pub claimed_at: Option<f64>,
+    /// Whether its queue has a fleet-wide limit (`[redbike.limits]`): its end wakes
+    /// the workers waiting for room.
+    pub limited: bool,
 }
 
 /// Adds one finish.lua call for all of `runs` to `pipe`; `history_limit` entries are
@@ -171,7 +179,8 @@ pub(crate) fn add_finish<'a>(
             .arg(&f.entry)
             .arg(f.kind)
             .arg(f.claimed_at.map(|t| format!("{t:.6}")).unwrap_or_default())
-            .arg(f.decision.attempts.wire());
+            .arg(f.decision.attempts.wire())
+            .arg(scripts::flag(f.limited));
     }
     inv.arg(history_limit)
         .arg(crate::history::RECENT_RUNS)
