@@ -65,6 +65,8 @@ pub enum Outcome {
     Failed,
     /// The job ran past its timeout and was stopped: status TMO.
     TimedOut,
+    /// The job's run was stopped by `redbike kill`: status KIL.
+    Killed,
     /// The job was stopped because its worker was stopping: status INT.
     Interrupted,
     /// The job was stopped because its worker could not confirm it to Redis: FNC.
@@ -79,13 +81,14 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order of the docs.
-    pub const ALL: [Outcome; 11] = [
+    pub const ALL: [Outcome; 12] = [
         Outcome::Ok,
         Outcome::Backoff,
         Outcome::Stopped,
         Outcome::Unset,
         Outcome::Failed,
         Outcome::TimedOut,
+        Outcome::Killed,
         Outcome::Interrupted,
         Outcome::Fenced,
         Outcome::Recovered,
@@ -102,6 +105,7 @@ impl Outcome {
             Outcome::Unset => "unset",
             Outcome::Failed => "failed",
             Outcome::TimedOut => "timed-out",
+            Outcome::Killed => "killed",
             Outcome::Interrupted => "interrupted",
             Outcome::Fenced => "fenced",
             Outcome::Recovered => "recovered",
@@ -570,6 +574,7 @@ mod tests {
                 "unset",
                 "failed",
                 "timed-out",
+                "killed",
                 "interrupted",
                 "fenced",
                 "recovered",

@@ -8,7 +8,7 @@
 //!
 //! - `cli/`: the command line, which only parses arguments and prints what the layers
 //!   below return: the clap definitions (`args.rs`); one function per subcommand,
-//!   grouped by what they do: jobs (`jobs.rs`: set, unset, run, pause, resume, tell,
+//!   grouped by what they do: jobs (`jobs.rs`: set, unset, run, kill, pause, resume, tell,
 //!   holds-lease, history, next, load), processes (`processes.rs`: dispatch, work,
 //!   control, ping) and reports (`reports.rs`: statuses, schedules, check, stats, ps,
 //!   top); running the command line, usage errors and exit codes (`mod.rs`); the long
@@ -35,8 +35,8 @@
 //!   them. The typed functions that build the arguments of the worker's scripts
 //!   (`claim.lua`, `refresh.lua`, `release.lua`, `finish.lua`) are in `worker.rs`, and
 //!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
-//!   `recovery.rs`, of `skip.lua` in `skip.rs`, of `run.lua`, `pause.lua` and
-//!   `resume.lua` in `control.rs`. Each typed function parses the words its script
+//!   `recovery.rs`, of `skip.lua` in `skip.rs`, of `run.lua`, `pause.lua`,
+//!   `resume.lua` and `kill.lua` in `control.rs`. Each typed function parses the words its script
 //!   answers into an enum (`FinishReply`, `RecoverReply`, `SkipReply`, `RunReply`,
 //!   ...), which callers match; a yes/no argument is `flag` (`"1"`/`"0"`) in every
 //!   script. The other scripts are called from one
@@ -45,7 +45,7 @@
 //!   in `work/death.rs`; `sweep.lua`
 //!   in `dispatch/lost_jobs.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
 //!   `redis/registry.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
-//!   `pause.lua` and `resume.lua` in `operator/control.rs`; `shards.lua` in
+//!   `pause.lua`, `resume.lua` and `kill.lua` in `operator/control.rs`; `shards.lua` in
 //!   `redis/shards.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
 //!   `dispatch/dispatcher.rs`; one pass moves due jobs into their queues (`pass.rs`);
@@ -63,7 +63,8 @@
 //!   `release.lua`), the claims (`claims.rs`, with `claim.lua`), the poll and what rides
 //!   on it (`poll.rs`), the refresh of the running index (`refresh.rs`, with
 //!   `refresh.lua`). The queue cycle and claim sizing as pure functions (`claim.rs`); the
-//!   deadlines of running jobs (`deadlines.rs`); the slot threads (`slots.rs`) and the
+//!   deadlines of running jobs (`deadlines.rs`); the runs `redbike kill` stops
+//!   (`kills.rs`); the slot threads (`slots.rs`) and the
 //!   claimed jobs they share with the loop (`pool.rs`); the run permits that keep a
 //!   worker of several shards within `-j` (`permits.rs`); the command runner
 //!   (`runner.rs`), spawning (`spawn.rs`), job output (`output.rs`), the guard that stops
@@ -83,7 +84,7 @@
 //!   (`redbike history`), `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch
 //!   --schedules`), `ping.rs`, `ps.rs` (the processes, and the table, CSV and JSON of
 //!   `redbike ps`), `control.rs` (`control`, `run`, `pause`, `resume` of a job or a
-//!   queue), and CSV reading and writing (`csvio.rs`); `stats/` is `redbike stats`: the
+//!   queue, `kill`), and CSV reading and writing (`csvio.rs`); `stats/` is `redbike stats`: the
 //!   figures as plain data (`stats/figures.rs`), read from Redis (`stats/read.rs`), and
 //!   one file per rendering (`stats/text.rs`, `stats/json.rs`, `stats/prometheus.rs`).
 //! - `top/`: `redbike top`, the live view: reading a snapshot of a prefix

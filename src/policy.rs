@@ -72,6 +72,8 @@ pub(crate) enum End {
     Recovered,
     /// Its worker stopped it because it could not confirm it to Redis in time.
     Fenced,
+    /// The worker stopped it: `redbike kill` asked for it.
+    Killed,
 }
 
 /// Where a script puts a job (the `action` and `due` arguments of place.lua,
@@ -258,6 +260,7 @@ fn decide_once(jobid: &str, schedule: Option<&str>, end: &End, now: i64, p: &Pol
         End::Interrupted => Some(status::INT),
         End::Recovered => Some(status::REC),
         End::Fenced => Some(status::FNC),
+        End::Killed => Some(status::KIL),
         End::Reported(RunResult::Failed(_)) => Some(status::DIE),
         _ => None,
     };
@@ -439,6 +442,16 @@ mod tests {
         assert_eq!(
             decide("j:A", Some("CONTINUE"), &failed, first(), 100, &hold).after,
             AfterRun::Hold
+        );
+        // A kill is a timeout the operator chose: a one-off is done, CONTINUE waits.
+        let killed = decide("j:A", Some("CONTINUE"), &End::Killed, 100, &hold);
+        assert_eq!(
+            (killed.after, killed.failure),
+            (AfterRun::Place(Action::Timeline(110)), Some("KIL"))
+        );
+        assert_eq!(
+            decide("j:A", Some("STOP"), &End::Killed, 100, &s).after,
+            AfterRun::Place(Action::Stop)
         );
         // A timeout always goes back into circulation.
         assert!(matches!(

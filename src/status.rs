@@ -13,6 +13,7 @@
 //! | `REC` | its worker vanished mid-run and the job was put back (new) | the after-run policy |
 //! | `FNC` | its worker could not confirm to Redis that the job still ran (frozen, or cut off), stopped it and put it back (new) | the after-run policy |
 //! | `PAU` | paused by `redbike pause`: off the timeline and out of its queue until `resume` (new) | `pause.lua` |
+//! | `KIL` | stopped by `redbike kill`, then put back per its schedule like a timed-out job (new) | the after-run policy |
 //! | `SKP` | the dispatcher skipped a late occurrence (`catch-up = "skip"`) and put the job at its next one, or stopped a one-off (new) | `skip.lua` |
 //!
 //! Only the events Rust code writes or reads have a constant here; the scripts spell
@@ -34,6 +35,9 @@ pub const REC: &str = "REC";
 /// The job's worker stopped it because it could not confirm to Redis that the job still
 /// ran, and put it back.
 pub const FNC: &str = "FNC";
+
+/// The job's run was stopped by `redbike kill`.
+pub const KIL: &str = "KIL";
 
 /// A parsed status value. Unknown events are kept as they are (readers must not choke).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -37,6 +37,9 @@ _redbike() {
             redbike,holds-lease)
                 cmd="redbike__subcmd__holds__subcmd__lease"
                 ;;
+            redbike,kill)
+                cmd="redbike__subcmd__kill"
+                ;;
             redbike,load)
                 cmd="redbike__subcmd__load"
                 ;;
@@ -106,6 +109,9 @@ _redbike() {
             redbike__subcmd__help,holds-lease)
                 cmd="redbike__subcmd__help__subcmd__holds__subcmd__lease"
                 ;;
+            redbike__subcmd__help,kill)
+                cmd="redbike__subcmd__help__subcmd__kill"
+                ;;
             redbike__subcmd__help,load)
                 cmd="redbike__subcmd__help__subcmd__load"
                 ;;
@@ -161,7 +167,7 @@ _redbike() {
 
     case "${cmd}" in
         redbike)
-            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
+            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -335,7 +341,7 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help)
-            opts="set unset run pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
+            opts="set unset run kill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -433,6 +439,20 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help__subcmd__holds__subcmd__lease)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__help__subcmd__kill)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -717,6 +737,36 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__holds__subcmd__lease)
+            opts="-c -v -q -h --config --redis-url --prefix --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__kill)
             opts="-c -v -q -h --config --redis-url --prefix --verbose --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -141,6 +141,13 @@ pub enum Command {
         /// The job id
         jobid: String,
     },
+    /// Stop the current run of a job (SIGTERM, SIGKILL after the grace period), keeping its
+    /// schedule
+    #[command(after_long_help = help::KILL)]
+    Kill {
+        /// The job id
+        jobid: String,
+    },
     /// Pause a job (keep its schedule, take it out of circulation), or a queue with --queue
     #[command(after_long_help = help::PAUSE)]
     Pause {

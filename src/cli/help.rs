@@ -11,12 +11,12 @@ PREFIX-work-Q-members, PREFIX-work-Q-JOBID (lease of a running job), PREFIX-cont
 PREFIX-failures, PREFIX-leases (running index), PREFIX-fencing (fencing tokens), \
 PREFIX-procs (set of registered process ids) with PREFIX-proc-ID (a process's JSON \
 description, expiring), PREFIX-paused and PREFIX-paused-queues (pauses), \
-PREFIX-rerun (runs asked), and the run history: PREFIX-history-JOBID, PREFIX-recent-runs, \
+PREFIX-rerun (runs asked), PREFIX-kill (runs to stop), and the run history: PREFIX-history-JOBID, PREFIX-recent-runs, \
 PREFIX-recent-failures (lists), PREFIX-runs-per-minute, PREFIX-due (hashes). Status \
 events: TML timeline, ENQ queued, WRK running, STP stopped, DIE failed, TMO timed out, \
 INT stopped because its worker stopped, FNC stopped because its worker could not \
 confirm it to Redis (fencing), REC recovered after its worker vanished, SKP a late run \
-skipped (catch-up), PAU paused, BAD unparsable schedule.";
+skipped (catch-up), PAU paused, KIL stopped by redbike kill, BAD unparsable schedule.";
 
 /// Files, environment and exit codes, after the options of `redbike --help`.
 pub const MAIN_AFTER: &str = "\
@@ -400,7 +400,8 @@ only (exit 0); an invalid one exits 2.
 CSV header row (RFC 4180, CRLF line ends): \
 job,queue,outcome,due,start,end,duration,late,exit,signal,host,pid,by,detail,tail. \
 job and queue: the job and its queue. outcome: ok, backoff (succeeded and asked to \
-wait), stopped (asked to stop), unset, failed (DIE), timed-out (TMO), interrupted \
+wait), stopped (asked to stop), unset, failed (DIE), timed-out (TMO), killed (KIL: \
+redbike kill), interrupted \
 (INT: its worker was stopping), fenced (FNC), recovered (REC: its worker vanished), \
 skipped (SKP: catch-up), bad (BAD: unreadable schedule). due: unix seconds the run was \
 due: the timeline score a redbike dispatcher queued it at, else (NOW, CONTINUE, a job \
@@ -521,6 +522,26 @@ afterwards, as ours does.
 
 Exit codes: 0 done (or nothing to do); 2 bad job id or unknown job (nothing written). \
 See docs/control.md.";
+
+/// `redbike kill`: what it stops and how the worker hears of it.
+pub const KILL: &str = "\
+The worker that runs the job stops this run at once, as on a timeout: SIGTERM to its \
+process group, SIGKILL after the worker's grace period; status KIL (and last_failure \
+KIL), history outcome killed. The job keeps its schedule and goes on per it, like a \
+job that timed out: a rule at its next occurrence, a CONTINUE job after failure-delay \
+seconds; a one-off is done. A paused job stays paused. The request reaches the worker \
+as a message on PREFIX-wake-control, which workers listen to anyway (an idle fleet \
+pays nothing for it), and as a marker in PREFIX-kill (job id -> the lease tag of the \
+run) that the worker reads with its refresh, about every second while it runs jobs, in \
+case its listener missed the message. The marker names the run, so a kill never \
+reaches a later run of the job; it goes once the run's outcome is written. A run of \
+the Python original (its lease is not in the running index) cannot be stopped: the \
+command says so.
+
+Exit codes: 0 the worker was asked to stop the run; 1 nothing was written: the job is \
+not running, the prefix is halted (control HALT: its workers stop their runs anyway), \
+or a Python worker runs it; 2 bad job id or unknown job (nothing written). See \
+docs/control.md.";
 
 /// `redbike pause`: jobs and queues.
 pub const PAUSE: &str = "\

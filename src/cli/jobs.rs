@@ -87,6 +87,26 @@ pub(super) fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
+pub(super) fn cmd_kill(config: &Config, id: &str) -> Result<ExitCode> {
+    let shown = crate::terminal::id(id);
+    match control::kill(config, id)? {
+        control::Killed::Asked { .. } => {
+            print_line(&format!(
+                "{shown}: its worker stops this run now (SIGTERM, SIGKILL after its grace period); the job then goes on per its schedule"
+            ))?;
+            return Ok(ExitCode::Success);
+        }
+        control::Killed::NotRunning => say!("redbike: {shown}: not running; nothing changed"),
+        control::Killed::Halted => say!(
+            "redbike: the prefix is halted (control HALT): its workers stop their runs anyway; nothing changed"
+        ),
+        control::Killed::Python => say!(
+            "redbike: {shown}: run by a worker that takes no kills (the Python original); nothing changed"
+        ),
+    }
+    Ok(ExitCode::Failure)
+}
+
 pub(super) fn cmd_pause(
     config: &Config,
     id: Option<&str>,

@@ -160,6 +160,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         Command::Unset { jobid } => jobs::cmd_unset(&config, &jobid),
         Command::Tell { jobid } => jobs::cmd_tell(&config, &jobid),
         Command::Run { jobid } => jobs::cmd_run(&config, &jobid),
+        Command::Kill { jobid } => jobs::cmd_kill(&config, &jobid),
         Command::Pause { jobid, queue, note } => {
             jobs::cmd_pause(&config, jobid.as_deref(), queue.as_deref(), note.as_deref())
         }

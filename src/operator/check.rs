@@ -225,6 +225,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.paused_queues.clone(), "hash"),
             (k.rerun.clone(), "hash"),
             (k.attempts.clone(), "hash"),
+            (k.kill.clone(), "hash"),
             (k.python_seen.clone(), "string"),
             (k.schedules_lost.clone(), "string"),
         ];

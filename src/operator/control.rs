@@ -1,6 +1,7 @@
 //! Operator control of a prefix, its jobs and queues: `control` (HALT, RESUME), `run`
-//! (once now, keeping the schedule), `pause` and `resume` of a job or of a whole queue. The keys are new here
-//! (`P-paused`, `P-paused-queues`, `P-rerun`); the Python original ignores them (see
+//! (once now, keeping the schedule), `pause` and `resume` of a job or of a whole queue,
+//! `kill` (stop a job's current run). The keys are new here (`P-paused`,
+//! `P-paused-queues`, `P-rerun`, `P-kill`); the Python original ignores them (see
 //! docs/control.md for what a mixed fleet does).
 
 use crate::{
@@ -8,7 +9,7 @@ use crate::{
     error::{Error, Result},
     jitter, jobid,
     redis::pause,
-    redis::scripts::control::{self, PauseReply, ResumeReply, RunReply},
+    redis::scripts::control::{self, KillReply, PauseReply, ResumeReply, RunReply},
     redis::store::{with_store, PlaceItem, Placed, Store},
     schedule::{Placement, Schedule},
     shard,
@@ -95,6 +96,22 @@ pub enum Resumed {
     RunAsked,
 }
 
+/// What `kill` found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Killed {
+    /// The worker running the job was asked to stop this run (the lease tag names it).
+    Asked {
+        /// The lease tag of the run.
+        tag: String,
+    },
+    /// The job does not run: nothing was written.
+    NotRunning,
+    /// The prefix is halted (`control HALT`): nothing was written.
+    Halted,
+    /// A worker that takes no kills (the Python original) runs it: nothing was written.
+    Python,
+}
+
 fn unknown(id: &str) -> Error {
     Error::Input(format!(
         "unknown job {id:?}: it has no schedule; nothing was written (see `redbike schedules`)"
@@ -168,6 +185,13 @@ pub fn resume(config: &Config, id: &str, now: i64) -> Result<Resumed> {
     jobid::validate_placeable(id)?;
     let config = &shard::checked_for_job(config, id)?;
     with_store(&config.redis, |store| resume_job(store, config, id, now))
+}
+
+/// [`kill_job`] on `config`'s prefix, in the job's shard.
+pub fn kill(config: &Config, id: &str) -> Result<Killed> {
+    jobid::validate_stored(id)?;
+    let config = &shard::checked_for_job(config, id)?;
+    with_store(&config.redis, |store| kill_job(store, id))
 }
 
 /// [`pause_queue`] in every shard of `config`'s prefix; false when it was paused in
@@ -256,6 +280,18 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
     Err(Error::Input(format!(
         "job {id:?}: its schedule keeps changing under `resume`; try again"
     )))
+}
+
+/// `redbike kill JOBID`: asks the worker that runs the job to stop this run (kill.lua);
+/// the job then goes on per its schedule.
+pub fn kill_job(store: &mut Store<'_>, id: &str) -> Result<Killed> {
+    match control::kill(store.con, store.keys, id)? {
+        KillReply::Unknown => Err(unknown(id)),
+        KillReply::Halted => Ok(Killed::Halted),
+        KillReply::Idle => Ok(Killed::NotRunning),
+        KillReply::Python => Ok(Killed::Python),
+        KillReply::Asked(tag) => Ok(Killed::Asked { tag }),
+    }
 }
 
 /// `redbike pause --queue Q`: our workers stop claiming from Q; false when it was

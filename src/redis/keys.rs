@@ -9,7 +9,7 @@
 //! | `P-work-Q` | list | queue `Q` (LPUSH in, RPOP out) |
 //! | `P-work-Q-members` | set | job ids in queue `Q` |
 //! | `P-work-Q-JOBID` | string, expiring | the lease of a running job |
-//! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS`, `REC:TS`, `FNC:TS` or `SKP:TS` (new here) |
+//! | `P-failures` | hash | job id -> last failure, `DIE:TS`, `TMO:TS`, `KIL:TS`, `REC:TS`, `FNC:TS` or `SKP:TS` (new here) |
 //! | `P-leases` | sorted set | running job id -> when to recover it if its worker stops refreshing, on Redis's clock (new here) |
 //! | `P-fencing` | string | the last fencing token given to a run (new here) |
 //! | `P-procs` | set | ids of the registered dispatchers and workers (new here) |
@@ -24,6 +24,7 @@
 //! | `P-paused-queues` | hash | paused queue -> the same JSON (new here, `pause --queue`) |
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
 //! | `P-attempts` | hash | job id -> `ATTEMPT:DUE:AT`: its next run retries the occurrence due at DUE, placed at AT (new here, see [`crate::retries`]) |
+//! | `P-kill` | hash | job id -> the lease tag of the run `redbike kill` asked to stop, until that run's outcome is written (new here) |
 //! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
 //! | `P-python-seen` | string, expiring | evidence that a Python process shares the prefix: idle processes look for work every second while it exists (new here, see `crate::redis::peers`) |
 //! | `P-schedules-lost` | string, expiring | what a process saw when the prefix lost its schedules and its registration at once: Redis came back empty? (new here, see `crate::redis::registry`) |
@@ -33,7 +34,8 @@
 //!
 //! Channels (not keys, invisible to the Python original): `P-wake-timeline` wakes
 //! dispatchers, `P-wake-Q` wakes workers of queue `Q`, `P-wake-control` carries control
-//! signals, so idle processes block instead of polling.
+//! signals (`HALT`, and `KILL TAG JOBID` from `redbike kill`), so idle processes block
+//! instead of polling.
 
 /// The names used under one prefix.
 #[derive(Debug, Clone)]
@@ -76,6 +78,8 @@ pub struct Keys {
     pub rerun: String,
     /// `P-attempts`: jobs waiting to retry a failed run (see [`crate::retries`]).
     pub attempts: String,
+    /// `P-kill`: runs `redbike kill` asked to stop, job id -> lease tag of the run.
+    pub kill: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
     /// `P-python-seen`: evidence of a Python peer, expiring (see
@@ -148,6 +152,7 @@ impl Keys {
             paused_queues: format!("{prefix}-paused-queues"),
             rerun: format!("{prefix}-rerun"),
             attempts: format!("{prefix}-attempts"),
+            kill: format!("{prefix}-kill"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),

@@ -27,7 +27,7 @@ pub struct JobInfo {
     pub queued: bool,
     /// Seconds left on its lease while it runs.
     pub lease_seconds_left: Option<f64>,
-    /// The last failure, `DIE:TS` or `TMO:TS`.
+    /// The last failure, `DIE:TS`, `TMO:TS`, `KIL:TS`, ...
     pub last_failure: Option<String>,
     /// Its last few history entries, newest first, and its last success.
     #[serde(flatten)]

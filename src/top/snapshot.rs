@@ -126,7 +126,7 @@ pub struct QueueRow {
 pub struct Failure {
     /// The job id.
     pub jobid: String,
-    /// `DIE`, `TMO`, `REC`, `FNC` or `SKP`.
+    /// `DIE`, `TMO`, `KIL`, `REC`, `FNC` or `SKP`.
     pub event: String,
     /// When, unix seconds.
     pub at: i64,

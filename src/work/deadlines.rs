@@ -1,6 +1,7 @@
 //! The deadlines of running jobs: the timeout (SIGTERM, then SIGKILL after the grace
-//! period), the stop's grace period, and fencing (a job its worker could not confirm to
-//! Redis stops before a dispatcher may recover it elsewhere).
+//! period), the stop's grace period, `redbike kill` (see `kills.rs`), and fencing (a
+//! job its worker could not confirm to Redis stops before a dispatcher may recover it
+//! elsewhere).
 
 use std::time::Instant;
 
@@ -30,6 +31,14 @@ pub(super) fn enforce(pool: &mut State, runner: &dyn JobRunner, settings: &Setti
             r.kill_at = Some(r.kill_at.map_or(kill, |k| k.min(kill)));
         }
         match r.kill_at {
+            None if now >= r.deadline && r.kill_asked => {
+                crate::log_warn!(
+                    "job {}: redbike kill asked to stop this run; asking it to stop (SIGTERM)",
+                    r.job.id
+                );
+                runner.stop(&r.job, false);
+                r.kill_at = Some(now + settings.grace);
+            }
             None if now >= r.deadline && r.interrupted => {
                 crate::log_warn!(
                     "job {} is still running {}s after the worker began to stop; asking it to stop (SIGTERM)",

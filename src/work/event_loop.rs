@@ -33,6 +33,7 @@ use crate::{
         deadlines,
         events::{self, Event},
         filing::Filing,
+        kills,
         outbox::{Outbox, Writing, BATCH_FOR},
         poll::Poll,
         pool::{Pool, Ready, State},
@@ -304,6 +305,7 @@ impl Loop {
                 .peers
                 .read(Some(format!("said on {}", self.keys.control_wake))),
             Event::Halt => self.begin_stop("on HALT"),
+            Event::Kill(kill) => kills::ask(&mut self.pool.lock(), &kill),
             Event::Signal(n) if n >= 2 => self.force_exit(),
             Event::Signal(_) => self.begin_stop("on signal"),
         }

@@ -9,6 +9,7 @@ use crate::{
     redis::listener::{self, Heard},
     redis::peers::SEEN_SIGNAL,
     shutdown::Shutdown,
+    work::kills::Kill,
 };
 
 /// What reaches the loop thread.
@@ -27,6 +28,8 @@ pub(super) enum Event {
     Python,
     /// The control key was set to HALT.
     Halt,
+    /// `redbike kill` asked to stop a run.
+    Kill(Kill),
     /// A stop signal; the count of requests so far.
     Signal(usize),
 }
@@ -49,19 +52,17 @@ pub(super) fn listen(
         shutdown.clone(),
         move |heard| {
             let event = match heard {
-                Heard::Message { channel, payload }
-                    if channel == control && payload.eq_ignore_ascii_case(b"HALT") =>
-                {
-                    Event::Halt
+                Heard::Message { channel, payload } if channel == control => {
+                    match Kill::parse(&payload) {
+                        Some(kill) => Event::Kill(kill),
+                        None if payload.eq_ignore_ascii_case(b"HALT") => Event::Halt,
+                        None if payload == SEEN_SIGNAL.as_bytes() => Event::Python,
+                        // Anything else wakes, also on the control channel: a queue
+                        // named `control` shares it (PREFIX-wake-control), and a
+                        // spurious wake-up costs one claim.
+                        None => Event::Wake,
+                    }
                 }
-                Heard::Message { channel, payload }
-                    if channel == control && payload == SEEN_SIGNAL.as_bytes() =>
-                {
-                    Event::Python
-                }
-                // Anything else wakes, also on the control channel: a queue named
-                // `control` shares it (PREFIX-wake-control), and a spurious wake-up
-                // costs one claim.
                 Heard::Message { .. } => Event::Wake,
                 Heard::Connected => Event::Subscribed,
                 Heard::Lost => Event::Lost,

@@ -9,11 +9,11 @@
 //! (`round_trip`; each part reads back its own replies: `replies`), with up to two round trips in
 //! flight so that it prepares one while Redis runs the other, waits on a channel (jobs
 //! ended, wake-up from pub/sub, signal) while idle, and enforces timeouts
-//! (`deadlines`). While jobs are short it claims a few ahead of its free slots
-//! (`claim`), so a slot starts its next job without waiting for Redis. Outcomes that
-//! cannot be written during a Redis outage are kept and written when Redis is back. The
-//! run history entries that outcomes leave unfiled are filed into their jobs' lists
-//! while the loop is idle (`filing`).
+//! (`deadlines`) and `redbike kill` (`kills`). While jobs are short it claims a few
+//! ahead of its free slots (`claim`), so a slot starts its next job without waiting for
+//! Redis. Outcomes that cannot be written during a Redis outage are kept and written
+//! when Redis is back. The run history entries that outcomes leave unfiled are filed
+//! into their jobs' lists while the loop is idle (`filing`).
 //! A worker serving several shards runs a loop per shard; run permits shared among
 //! them (`permits`) keep its jobs running at once within `-j`.
 //! What becomes of a job after its run is `policy.rs`'s to decide. How a worker starts
@@ -28,6 +28,7 @@ mod event_loop;
 mod events;
 mod filing;
 mod guard;
+mod kills;
 pub mod launch;
 mod outbox;
 pub mod output;

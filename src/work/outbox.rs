@@ -94,6 +94,10 @@ impl Outbox {
                 End::TimedOut | End::Recovered => {
                     crate::log_warn!("job {} was stopped after {secs:.2}s (TMO)", e.job.id)
                 }
+                End::Killed => crate::log_warn!(
+                    "job {} was stopped after {secs:.2}s as redbike kill asked (KIL)",
+                    e.job.id
+                ),
                 End::Interrupted => crate::log_warn!(
                     "job {} was stopped after {secs:.2}s because the worker is stopping (INT)",
                     e.job.id
@@ -342,6 +346,7 @@ fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'s
         (_, AfterRun::Unset) => H::Unset,
         (_, AfterRun::Bad) => H::Bad,
         (End::TimedOut, _) => H::TimedOut,
+        (End::Killed, _) => H::Killed,
         (End::Interrupted, _) => H::Interrupted,
         (End::Fenced, _) => H::Fenced,
         (End::Recovered, _) => H::Recovered,

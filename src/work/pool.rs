@@ -48,6 +48,8 @@ pub(crate) struct Running {
     pub killed: bool,
     /// Whether its deadline is the worker's stop (HALT, a signal), not its timeout.
     pub interrupted: bool,
+    /// Whether its deadline is `redbike kill`'s (see `kills.rs`), not its timeout.
+    pub kill_asked: bool,
     /// When it is to be stopped unless confirmed to Redis again (far off: never).
     pub fence_at: Instant,
     /// Whether it was stopped for that (fenced).
@@ -173,6 +175,7 @@ impl Pool {
                     kill_at: None,
                     killed: false,
                     interrupted: false,
+                    kill_asked: false,
                     // Without fencing, a deadline that never comes (a year on).
                     fence_at: r
                         .job
@@ -204,6 +207,7 @@ impl Pool {
         let guarded = matches!(outcome, RunResult::Failed(_)) && Instant::now() >= r.fence_at;
         let end = match r.kill_at {
             _ if r.fenced || guarded => End::Fenced,
+            Some(_) if r.kill_asked => End::Killed,
             Some(_) if r.interrupted => End::Interrupted,
             Some(_) => End::TimedOut,
             None => End::Reported(outcome),

@@ -1,7 +1,8 @@
 //! The refresh of the running index: with each poll, a worker that holds jobs pushes
 //! their recovery instants forward (refresh.lua, on Redis's clock), which tells
 //! dispatchers it is alive. Its reply confirms the jobs (the fencing deadline moves),
-//! or says which were recovered while they ran (they stop at once).
+//! or says which were recovered while they ran (they stop at once), and which runs
+//! `redbike kill` asked to stop (see `kills.rs`).
 
 use std::time::Instant;
 
@@ -14,6 +15,7 @@ use crate::{
     work::{
         api::JobRunner,
         claim::Claimed,
+        kills::{self, Kill},
         pool::{Ready, State},
         replies::queue,
     },
@@ -44,8 +46,8 @@ pub(super) fn add_to(
 
 /// Reads a refresh's reply: the jobs held are confirmed from `from` on (the runner
 /// is told so for the running ones), but running ones whose index entry was gone
-/// (recovered while they ran) are stopped at once. `fence_after`: how long a
-/// confirmation lasts.
+/// (recovered while they ran) are stopped at once, as are the runs a kill marker
+/// names. `fence_after`: how long a confirmation lasts.
 pub(super) fn read(
     mut replies: impl Iterator<Item = RedisResult<Value>>,
     from: Instant,
@@ -57,7 +59,17 @@ pub(super) fn read(
     let Some(Ok(v)) = replies.next() else {
         return;
     };
-    let (lost, gone): (Vec<String>, i64) = redis::from_redis_value(v).unwrap_or_default();
+    // Markers as bytes: one written by hand, not UTF-8, must not cost the confirmation.
+    let (lost, gone, marked): (Vec<String>, i64, Vec<Vec<u8>>) =
+        redis::from_redis_value(v).unwrap_or_default();
+    for pair in marked.chunks_exact(2) {
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        let kill = Kill {
+            jobid: text(&pair[0]),
+            tag: text(&pair[1]),
+        };
+        kills::ask(pool, &kill);
+    }
     if gone == 1 {
         registration.note_prefix(true, false);
     }

@@ -1122,6 +1122,17 @@ fn cases() -> Vec<Case> {
             &["pause", "--queue", ""],
             "bad queue name \"\" (--queue): it is empty",
         ),
+        case("kill: empty job id", &["kill", ""], "job id"),
+        case(
+            "kill: unknown job",
+            &["kill", "nosuch:A"],
+            "unknown job \"nosuch:A\": it has no schedule; nothing was written",
+        ),
+        case(
+            "kill: no job id",
+            &["kill"],
+            "not provided: <JOBID>",
+        ),
         case(
             "resume: control character in queue",
             &["resume", "--queue", "A\nB"],

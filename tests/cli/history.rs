@@ -621,6 +621,7 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "t-rerun",
         "t-unfiled-runs",
         "t-attempts",
+        "t-kill",
         "t-work-A",
         "t-work-A-members",
         "t-work-A-j:A",

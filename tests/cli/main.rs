@@ -18,6 +18,7 @@ mod interop;
 mod jitter;
 mod job_commands;
 mod limits;
+mod kill;
 mod liveness;
 mod oneoff;
 mod ops;

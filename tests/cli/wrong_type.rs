@@ -112,6 +112,7 @@ const PAUSED: (&str, &str) = ("t-paused", "hash");
 const PAUSED_QUEUES: (&str, &str) = ("t-paused-queues", "hash");
 const RERUN: (&str, &str) = ("t-rerun", "hash");
 const UNFILED: (&str, &str) = ("t-unfiled-runs", "list");
+const KILL: (&str, &str) = ("t-kill", "hash");
 const SHARDS: (&str, &str) = ("t-shards", "string");
 
 fn calls() -> Vec<Call> {
@@ -184,6 +185,12 @@ fn calls() -> Vec<Call> {
             include_str!("../../src/redis/scripts/run.lua"),
             &with(&[PAUSED, RERUN, CONTROL]),
             &["j:A", "1700000000", "w"],
+        ),
+        call(
+            "kill",
+            include_str!("../../src/redis/scripts/kill.lua"),
+            &[SCHEDULES, LEASE, LEASES, KILL, CONTROL],
+            &["j:A", "w"],
         ),
         call(
             "pause",
@@ -290,12 +297,18 @@ fn calls() -> Vec<Call> {
                 &["1700000000", "1", "0", "1", "10", "1", "30", "tag", "A"],
             )
         },
-        call(
-            "refresh",
-            include_str!("../../src/redis/scripts/refresh.lua"),
-            &[LEASES],
-            &["10", "x:A"],
-        ),
+        Call {
+            // The schedules hash is only looked at with EXISTS (any type); the kill
+            // markers are read only from a hash.
+            order: vec![LEASES.0, SCHEDULES.0, KILL.0],
+            tolerant: vec![KILL],
+            ..call(
+                "refresh",
+                include_str!("../../src/redis/scripts/refresh.lua"),
+                &[LEASES],
+                &["10", "x:A"],
+            )
+        },
         call(
             "release",
             include_str!("../../src/redis/scripts/release.lua"),
@@ -317,6 +330,7 @@ fn calls() -> Vec<Call> {
                 PAUSED.0,
                 RERUN.0,
                 UNFILED.0,
+                KILL.0,
                 QUEUE.0,
                 MEMBERS.0,
                 LEASE.0,
@@ -328,6 +342,7 @@ fn calls() -> Vec<Call> {
                 RECENT_FAILURES,
                 RUNS_PER_MINUTE,
                 UNFILED,
+                KILL,
             ],
             ..call(
                 "finish",
@@ -373,8 +388,9 @@ fn calls() -> Vec<Call> {
                 DUE.0,
                 PAUSED.0,
                 RERUN.0,
+                KILL.0,
             ],
-            tolerant: ENTRY_KEYS.to_vec(),
+            tolerant: [&ENTRY_KEYS[..], &[KILL]].concat(),
             ..call(
                 "recover",
                 include_str!("../../src/redis/scripts/recover.lua"),

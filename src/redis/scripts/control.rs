@@ -1,5 +1,5 @@
-//! The typed calls of run.lua, pause.lua and resume.lua (`redbike run`, `pause`,
-//! `resume` of a job), and the words they answer, parsed here once.
+//! The typed calls of run.lua, pause.lua, resume.lua and kill.lua (`redbike run`,
+//! `pause`, `resume`, `kill` of a job), and the words they answer, parsed here once.
 
 use redis::{Connection, RedisResult};
 
@@ -143,5 +143,41 @@ pub(crate) fn resume(
         placed => Placed::from_reply(placed)
             .map(ResumeReply::Placed)
             .ok_or_else(|| unexpected("resume.lua", placed)),
+    }
+}
+
+/// What kill.lua found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KillReply {
+    /// The job has no schedule and does not run; nothing was written.
+    Unknown,
+    /// The control key says HALT; nothing was written.
+    Halted,
+    /// The job does not run; nothing was written.
+    Idle,
+    /// A worker that takes no kills (the Python original) runs it; nothing was written.
+    Python,
+    /// The worker holding the run with this lease tag was asked to stop it.
+    Asked(String),
+}
+
+/// Calls kill.lua for `id`.
+pub(crate) fn kill(con: &mut Connection, k: &Keys, id: &str) -> RedisResult<KillReply> {
+    let mut inv = super::KILL.prepare_invoke();
+    inv.key(&k.schedules)
+        .key(k.lease(id))
+        .key(&k.leases)
+        .key(&k.kill)
+        .key(&k.control)
+        .arg(id)
+        .arg(&k.control_wake);
+    let (word, tag): (String, Option<String>) = inv.invoke(con)?;
+    match (word.as_str(), tag) {
+        ("unknown", _) => Ok(KillReply::Unknown),
+        ("halted", _) => Ok(KillReply::Halted),
+        ("idle", _) => Ok(KillReply::Idle),
+        ("python", _) => Ok(KillReply::Python),
+        ("asked", Some(tag)) => Ok(KillReply::Asked(tag)),
+        _ => Err(unexpected("kill.lua", &word)),
     }
 }

@@ -21,15 +21,16 @@
 -- A paused job (`redbike pause`) is not placed after its run (status PAU unless the
 -- run failed). A `rerun` marker (`redbike run` while the job ran) queues the job once
 -- more instead, if this run started before the marker; an older marker (left by a
--- Python worker's run, which ignores it) is cleared, not honoured.
+-- Python worker's run, which ignores it) is cleared, not honoured. A kill marker
+-- (`redbike kill`, kill.lua) goes with the run it names.
 -- A failed run to retry (crate::retries) goes on the timeline at its retry instant with
 -- its field in `attempts` (ATTEMPT:DUE:AT) written; any other outcome clears the field,
 -- except a run cut short by its worker (`=`: kept). A one-off run to retry ("oneoff"
 -- with a due time) goes on the timeline only if it was a one-off run (oneoff_action),
 -- else it stops: a `set JOB STOP` while it ran wins.
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
---       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts;
---       then per
+--       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts,
+--       kill; then per
 --       job (KS each):
 --       queue, members, lease, history
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
@@ -51,7 +52,7 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 13, 4, 16
+local FIXED, KS, AS = 14, 4, 16
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
@@ -156,9 +157,9 @@ local function flush_history(k)
   return backlog
 end
 
--- Whether any job is paused, asked to run again or waiting to retry: looked up per
--- job only then.
-local any_paused, any_rerun, any_attempts = false, false, false
+-- Whether any job is paused, asked to run again, waiting to retry or to be killed:
+-- looked up per job only then.
+local any_paused, any_rerun, any_attempts, any_kill = false, false, false, false
 
 -- Writes a job's field in `attempts` per `attempts` (see the header), once it is known
 -- whether the job is placed.
@@ -197,6 +198,9 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
   end
   k.lease_gone = true
   later(done, "ZREM", k.leases, jobid)
+  if any_kill then
+    redis.call("HDEL", k.kill, jobid)
+  end
   if mode == "unset" then
     redis.call("HDEL", k.schedules, jobid)
     redis.call("HDEL", k.statuses, jobid)
@@ -309,6 +313,8 @@ end
 any_paused = redis.call("EXISTS", KEYS[10]) == 1
 any_rerun = redis.call("EXISTS", KEYS[11]) == 1
 any_attempts = redis.call("EXISTS", KEYS[13]) == 1
+-- Another type under the name (check names it) costs no outcome: it is left alone.
+any_kill = redis.call("TYPE", KEYS[14])["ok"] == "hash"
 
 -- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil
@@ -327,7 +333,8 @@ local out = {}
 local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
            recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
-           paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12], attempts = KEYS[13]}
+           paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12], attempts = KEYS[13],
+           kill = KEYS[14]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
   k.queue, k.members, k.lease, k.history = KEYS[ki + 1], KEYS[ki + 2], KEYS[ki + 3],

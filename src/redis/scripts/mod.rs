@@ -13,7 +13,7 @@
 //! | dispatch | `dispatch::pass::pass_with` |
 //! | sweep | `dispatch::lost_jobs::sweep` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
-//! | run, pause, resume | `run`, `pause`, `resume` (`control.rs`) |
+//! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
 
 pub(crate) mod control;
@@ -90,3 +90,5 @@ pub static PAUSE: LazyLock<Script> = script!("pause.lua");
 pub static RESUME: LazyLock<Script> = script!("resume.lua");
 /// A dead worker's running-index entries fall due for recovery now.
 pub static DIED: LazyLock<Script> = script!("died.lua");
+/// `kill`: ask the worker that runs a job to stop this run.
+pub static KILL: LazyLock<Script> = script!("kill.lua");

@@ -7,9 +7,10 @@
 -- A recovery (or a job found unset or BAD) leaves the history entry it is given, made
 -- in Rust (see record_entry).
 -- A paused job is never put back (its lost run counts as its last one; status PAU). A
--- run asked while the lost run ran (`rerun`) is dropped with it.
+-- run asked while the lost run ran (`rerun`) is dropped with it, and so is a kill asked
+-- of it (`kill`: the run is gone).
 -- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases,
---       history, recent runs, recent failures, due, paused, rerun
+--       history, recent runs, recent failures, due, paused, rerun, kill
 -- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad,
 --       or oneoff: a STOP schedule, see oneoff_action),
 --       due, now, schedule to store ("" = keep), queue wake channel, timeline wake
@@ -56,6 +57,8 @@ end
 redis.call("DEL", k.lease)
 redis.call("ZREM", k.leases, jobid)
 redis.call("HDEL", KEYS[14], jobid)
+-- Another type under the name (check names it) is no reason to leave the job out.
+redis.pcall("HDEL", KEYS[15], jobid)
 if not current then
   -- Unset while it ran: nothing to put back.
   redis.call("HDEL", k.statuses, jobid)

@@ -119,7 +119,8 @@ pub(crate) fn recover(
         .key(&keys.recent_failures)
         .key(&keys.due)
         .key(&keys.paused)
-        .key(&keys.rerun);
+        .key(&keys.rerun)
+        .key(&keys.kill);
     let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, r.decision.after));
     inv.arg(r.jobid)
         .arg(r.lost.wire())

@@ -79,6 +79,7 @@ pub(crate) fn add_refresh<'a>(
     let mut inv = scripts::REFRESH.prepare_invoke();
     inv.key(&keys.leases)
         .key(&keys.schedules)
+        .key(&keys.kill)
         .arg(recover_after);
     for id in ids {
         inv.arg(id);
@@ -157,7 +158,8 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.paused)
         .key(&keys.rerun)
         .key(&keys.unfiled_runs)
-        .key(&keys.attempts);
+        .key(&keys.attempts)
+        .key(&keys.kill);
     for f in runs {
         let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
