@@ -89,8 +89,8 @@
 //!   one file per rendering (`stats/text.rs`, `stats/json.rs`, `stats/prometheus.rs`).
 //! - `top/`: `redbike top`, the live view: reading a snapshot of a prefix
 //!   (`snapshot.rs`), the view's state and keys (`app.rs`), drawing it (`render.rs`),
-//!   the terminal and the reader thread (`mod.rs`). Its `r`, `p` and `u` keys act
-//!   through `operator/control.rs`, as `redbike run`, `pause` and `resume` do.
+//!   the terminal and the reader thread (`mod.rs`). Its `r`, `p`, `u` and `x` keys act
+//!   through `operator/control.rs`, as `redbike run`, `pause`, `resume` and `kill` do.
 //! - `serve/`: `redbike serve`, the HTTP view: the reads of a prefix, cached between
 //!   viewers (`cache.rs`), the JSON API and `/metrics` (`api.rs`), the control routes
 //!   and their token and origin checks (`control.rs`), the embedded dashboard

@@ -430,8 +430,8 @@ there is no history).
 
 Keys: q or Ctrl-C quits; Up/Down (j/k), PgUp/PgDn, Home/End (g/G) move; / filters \
 jobs by id (Enter keeps the filter, Esc clears it); Enter shows the selected job's \
-detail (what tell says); r runs the selected job now and p pauses or resumes it, each \
-after a y to confirm; ? shows the keys. The terminal is restored on every exit: q, \
+detail (what tell says); r runs the selected job now, p pauses or resumes it and x \
+kills its current run, each after a y to confirm; ? shows the keys. The terminal is restored on every exit: q, \
 Ctrl-C, SIGTERM, SIGHUP, a panic.
 
 Queues shown: those of --queues and of `queues` in the config, the queues workers \
@@ -471,8 +471,9 @@ for 1 second. Nothing is read while nobody looks. With three queues and one proc
 alive the dashboard and /metrics cost at most about 25 commands a second in all, \
 however many people watch.
 
-Control: with --allow-control, POST /api/v1/jobs/JOBID/run, .../pause, .../resume, and \
-/api/v1/queues/QUEUE/pause and .../resume do what run, pause and resume do. Each needs \
+Control: with --allow-control, POST /api/v1/jobs/JOBID/run, .../pause, .../resume, \
+.../kill, and /api/v1/queues/QUEUE/pause and .../resume do what run, pause, resume and \
+kill do. Each needs \
 Authorization: Bearer TOKEN, the token of $REDBIKE_SERVE_TOKEN or of --token-file (at \
 least 16 characters; never on the command line, where ps would show it); requests from \
 another site (Origin, Sec-Fetch-Site) are refused. Without --allow-control these routes \

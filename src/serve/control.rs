@@ -1,6 +1,7 @@
-//! The control routes (run now, pause and resume a job or a queue) and who may use
-//! them: only a serve started with `--allow-control`, only POST, only with the token
-//! in `Authorization: Bearer`, never from another site (`Origin`, `Sec-Fetch-Site`).
+//! The control routes (run now, pause and resume a job or a queue, kill a job's run)
+//! and who may use them: only a serve started with `--allow-control`, only POST, only
+//! with the token in `Authorization: Bearer`, never from another site (`Origin`,
+//! `Sec-Fetch-Site`).
 //! No cookie is ever read, so a page of another site cannot borrow a session.
 
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use crate::{
     config::Config,
     error::{Error, Result},
     jobid::JobIdError,
-    operator::control::{self, Paused, Ran, Resumed},
+    operator::control::{self, Killed, Paused, Ran, Resumed},
     redis::store::Store,
     schedule::{timestamp, Placement},
 };
@@ -39,6 +40,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/api/v1/jobs/{id}/run", post(run_job))
         .route("/api/v1/jobs/{id}/pause", post(pause_job))
         .route("/api/v1/jobs/{id}/resume", post(resume_job))
+        .route("/api/v1/jobs/{id}/kill", post(kill_job))
         .route("/api/v1/queues/{queue}/pause", post(pause_queue))
         .route("/api/v1/queues/{queue}/resume", post(resume_queue))
 }
@@ -171,6 +173,37 @@ async fn run_job(
         ""
     };
     Ok(done(word, format!("{id}: {what}{paused}{halted}")))
+}
+
+async fn kill_job(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+) -> std::result::Result<Response, ApiError> {
+    let (id, killed) = on_job(
+        &app,
+        &headers,
+        id,
+        crate::jobid::validate_stored,
+        |store, _, id| control::kill_job(store, id),
+    )
+    .await?;
+    let (word, what) = match killed {
+        Killed::Asked { .. } => (
+            "killed",
+            "its worker stops this run now; the job then goes on per its schedule",
+        ),
+        Killed::NotRunning => ("not_running", "not running; nothing changed"),
+        Killed::Halted => (
+            "halted",
+            "HALT is set: its workers stop their runs anyway; nothing changed",
+        ),
+        Killed::Python => (
+            "python",
+            "run by a worker that takes no kills (the Python original); nothing changed",
+        ),
+    };
+    Ok(done(word, format!("{id}: {what}")))
 }
 
 async fn pause_job(

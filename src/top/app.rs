@@ -18,6 +18,8 @@ pub enum Action {
     Pause(String),
     /// Resume the paused job (`redbike resume`).
     Resume(String),
+    /// Stop the job's current run (`redbike kill`).
+    Kill(String),
 }
 
 impl Action {
@@ -27,6 +29,7 @@ impl Action {
             Action::RunNow(id) => format!("run {id} now (its schedule stays)?"),
             Action::Pause(id) => format!("pause {id}?"),
             Action::Resume(id) => format!("resume {id}?"),
+            Action::Kill(id) => format!("kill the current run of {id} (its schedule stays)?"),
         }
     }
 }
@@ -300,6 +303,11 @@ impl App {
                     self.view = View::Confirm(Action::RunNow(row.jobid));
                 }
             }
+            KeyCode::Char('x') => {
+                if let Some(row) = self.selection() {
+                    self.view = View::Confirm(Action::Kill(row.jobid));
+                }
+            }
             KeyCode::Char('p') => {
                 if let Some(row) = self.selection() {
                     let action = if self.is_paused(&row.jobid) {
@@ -411,6 +419,12 @@ mod tests {
         assert_eq!(press(&mut app, KeyCode::Char('n')), Effect::None);
         assert_eq!(app.view, View::Normal);
         assert_eq!(app.message.as_deref(), Some("cancelled"));
+        press(&mut app, KeyCode::Char('x'));
+        assert_eq!(app.view, View::Confirm(Action::Kill("u1:B".into())));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('y')),
+            Effect::Act(Action::Kill("u1:B".into()))
+        );
     }
 
     #[test]

@@ -33,7 +33,7 @@ use redis::Connection;
 use crate::{
     config::Config,
     error::{cannot_fix, describe_redis, is_connection_error, Error, Result},
-    operator::control::{self, Paused, Ran, Resumed},
+    operator::control::{self, Killed, Paused, Ran, Resumed},
     redis::keys::Keys,
     redis::retry::Backoff,
     redis::store::{self, Store},
@@ -475,7 +475,7 @@ fn detail(store: &mut Store<'_>, jobid: &str) -> Result<Vec<String>> {
 }
 
 /// Carries out an action with the operator commands' own functions (`redbike run`,
-/// `pause`, `resume`); the line for the footer.
+/// `pause`, `resume`, `kill`); the line for the footer.
 fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
     let now = timestamp::now();
     let outcome = match action {
@@ -509,6 +509,15 @@ fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
             }
             Resumed::Placed(Placement::Enqueue, _) => format!("{id}: resumed; queued"),
             Resumed::Placed(Placement::Stop, _) => format!("{id}: resumed; stopped (STOP)"),
+        }),
+        Action::Kill(id) => control::kill_job(store, id).map(|k| {
+            let what = match k {
+                Killed::Asked { .. } => "its worker stops this run now; its schedule stays",
+                Killed::NotRunning => "not running; nothing changed",
+                Killed::Halted => "HALT is set: its workers stop their runs anyway",
+                Killed::Python => "run by a Python worker, which takes no kills",
+            };
+            format!("{id}: {what}")
         }),
     };
     outcome.unwrap_or_else(|e| format!("not done: {e}"))

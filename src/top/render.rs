@@ -423,6 +423,7 @@ pub const HELP: &[&str] = &[
     "Enter            the selected job's detail (what `tell` says)",
     "r                run the selected job now (asks first)",
     "p                pause or resume the selected job (asks first)",
+    "x                kill the selected job's current run (asks first)",
     "?                this help; any key closes it",
 ];
 

@@ -150,6 +150,7 @@ fn the_marker_stops_a_run_whose_message_was_missed() {
     assert!(wait_until(5.0, || !running(shell)));
     let took = asked.elapsed();
     assert!(took < Duration::from_secs(3), "{took:?}");
+    eprintln!("kill: the marker alone stopped the run after {took:?}");
     assert!(t.wait_status("hang:A", "KIL"));
     // A CONTINUE job goes on after failure-delay, as after a timeout; the marker went.
     let exists: bool = t.s.con().exists("t-kill").unwrap();

@@ -439,6 +439,21 @@ fn control_needs_the_token_and_the_same_origin() {
         (200, &Value::from("resumed")),
         "{v}"
     );
+    // Kill: nothing runs, so nothing to stop, and nothing written.
+    let before = s.dump();
+    let (status, v) = srv.post("/api/v1/jobs/job:A/kill", &auth);
+    assert_eq!(
+        (status, &v["result"]),
+        (200, &Value::from("not_running")),
+        "{v}"
+    );
+    assert_eq!(
+        s.dump(),
+        before,
+        "a kill of a job not running wrote something"
+    );
+    let (status, v) = srv.post("/api/v1/jobs/unknown:A/kill", &auth);
+    assert_eq!(status, 400, "{v}");
     let (status, v) = srv.post("/api/v1/jobs/unknown:A/run", &auth);
     assert_eq!(status, 400, "{v}");
     let (status, v) = srv.post("/api/v1/queues/a:b/pause", &auth);
