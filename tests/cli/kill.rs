@@ -6,7 +6,11 @@ use std::time::{Duration, Instant};
 
 use redis::Commands;
 
-use crate::{harness::*, work::Setup};
+use crate::{
+    harness::*,
+    interop::{py_command, python},
+    work::Setup,
+};
 
 fn kill(t: &Setup, id: &str) -> Outcome {
     bike(&t.s, t.d.path()).args(["kill", id]).run()
@@ -197,4 +201,72 @@ fn kill_refusals_write_nothing() {
     kill(&t, "run:A").success();
     let marker: Option<String> = t.s.con().hget("t-kill", "run:A").unwrap();
     assert_eq!(marker.as_deref(), Some(tag));
+}
+
+/// A run of the Python original cannot be killed: `kill` says so (exit 1) and writes
+/// nothing; the Python worker's run goes on.
+#[test]
+fn a_python_workers_run_is_refused() {
+    let Some(p) = python() else {
+        skip("REDBIKE_PYTHON names no python with redbike 0.13.1 (see .ci/run)");
+        return;
+    };
+    let t = Setup::new();
+    t.set("hang:A", "NOW");
+    // Its `hang*` job sleeps 60 s; `timeout 30` ends it. Two jobs to go: the first
+    // sets no HALT.
+    let mut worker = py_command(&p, &t.s, &t.d, &["work", "A", "2"], true)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(15.0, || {
+        t.s.con().exists::<_, bool>("t-work-A-hang:A").unwrap()
+    }));
+    let before = t.s.dump();
+    kill(&t, "hang:A").fails(
+        1,
+        "run by a worker that takes no kills (the Python original)",
+    );
+    assert_eq!(t.s.dump(), before);
+    let _ = worker.kill();
+    let _ = worker.wait();
+}
+
+/// In a prefix split into shards, `kill` goes to the job's shard, whose worker loop
+/// listens on that shard's control channel.
+#[test]
+fn kill_reaches_the_jobs_shard() {
+    let t = Setup::new();
+    std::fs::write(
+        path(&t.d, "rb.toml"),
+        "[redbike]\nprefix = \"{k}\"\nshards = 3\n",
+    )
+    .unwrap();
+    let rb = || {
+        bike(&t.s, t.d.path())
+            .env("REDBIKE_PREFIX", "{k}")
+            .env("TEST_LOG", t.log())
+            .args(["-c", "rb.toml"])
+    };
+    rb().args(["set", "hang:A", "CONTINUE"]).ok();
+    let w = Bg(Some(
+        rb().args(["work", "A", "--timeout", "300", "--grace", "10", "--"])
+            .args(["./job.sh"])
+            .spawn(),
+    ));
+    let (shell, grandchild) = hang_pids(&t);
+    let asked = Instant::now();
+    rb().args(["kill", "hang:A"]).run().success();
+    assert!(wait_until(2.0, || !running(shell) && !running(grandchild)));
+    eprintln!("kill: sharded, the run stopped after {:?}", asked.elapsed());
+    assert!(wait_until(10.0, || {
+        let told: serde_json::Value =
+            serde_json::from_str(&rb().args(["tell", "hang:A"]).ok()).unwrap();
+        told["last_failure"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("KIL:"))
+    }));
+    rb().args(["control", "HALT"]).ok();
+    let (code, err) = w.finish(30.0);
+    assert_eq!(code, Some(0), "{err}");
 }
