@@ -444,13 +444,13 @@ mod tests {
             AfterRun::Hold
         );
         // A kill is a timeout the operator chose: a one-off is done, CONTINUE waits.
-        let killed = decide("j:A", Some("CONTINUE"), &End::Killed, 100, &hold);
+        let killed = decide("j:A", Some("CONTINUE"), &End::Killed, first(), 100, &hold);
         assert_eq!(
             (killed.after, killed.failure),
             (AfterRun::Place(Action::Timeline(110)), Some("KIL"))
         );
         assert_eq!(
-            decide("j:A", Some("STOP"), &End::Killed, 100, &s).after,
+            decide("j:A", Some("STOP"), &End::Killed, first(), 100, &s).after,
             AfterRun::Place(Action::Stop)
         );
         // A timeout always goes back into circulation.

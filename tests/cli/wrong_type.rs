@@ -113,6 +113,7 @@ const PAUSED_QUEUES: (&str, &str) = ("t-paused-queues", "hash");
 const RERUN: (&str, &str) = ("t-rerun", "hash");
 const UNFILED: (&str, &str) = ("t-unfiled-runs", "list");
 const KILL: (&str, &str) = ("t-kill", "hash");
+const ATTEMPTS: (&str, &str) = ("t-attempts", "hash");
 const SHARDS: (&str, &str) = ("t-shards", "string");
 
 fn calls() -> Vec<Call> {
@@ -150,6 +151,7 @@ fn calls() -> Vec<Call> {
             ("t-work-B-B", "string"),
             PAUSED,
             SHARDS,
+            ATTEMPTS,
         ],
         &[
             "B",
@@ -167,7 +169,7 @@ fn calls() -> Vec<Call> {
         call(
             "place",
             include_str!("../../src/redis/scripts/place.lua"),
-            &with(&[PAUSED, SHARDS]),
+            &with(&[PAUSED, SHARDS, ATTEMPTS]),
             &[
                 "j:A",
                 "FREQ=DAILY",
@@ -234,6 +236,7 @@ fn calls() -> Vec<Call> {
                 DUE.0,
                 PAUSED.0,
                 RERUN.0,
+                ATTEMPTS.0,
             ],
             tolerant: vec![HISTORY, DUE],
             ..call(
@@ -241,6 +244,7 @@ fn calls() -> Vec<Call> {
                 include_str!("../../src/redis/scripts/unset.lua"),
                 &[
                     SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, FAILURES, PAUSED, RERUN,
+                    ATTEMPTS,
                 ],
                 &["j:A"],
             )
@@ -261,7 +265,7 @@ fn calls() -> Vec<Call> {
                 "dispatch",
                 include_str!("../../src/redis/scripts/dispatch.lua"),
                 &[TIMELINE, STATUSES, CONTROL, LEASES, PAUSED],
-                &["t", "1700000000", "1000", "1700000000", "1"],
+                &["t", "1700000000", "1000", "1700000000"],
             )
         },
         Call {
@@ -274,6 +278,7 @@ fn calls() -> Vec<Call> {
                 PAUSED.0,
                 PAUSED_QUEUES.0,
                 RERUN.0,
+                ATTEMPTS.0,
                 QUEUE.0,
                 MEMBERS.0,
                 "t-work-A-A",
@@ -290,11 +295,12 @@ fn calls() -> Vec<Call> {
                     PAUSED,
                     PAUSED_QUEUES,
                     RERUN,
+                    ATTEMPTS,
                     QUEUE,
                     MEMBERS,
                     ("t-work-A-A", "string"),
                 ],
-                &["1700000000", "1", "0", "1", "10", "1", "30", "tag", "A"],
+                &["1700000000", "1", "0", "1", "10", "30", "tag", "A", "0"],
             )
         },
         Call {
@@ -330,6 +336,7 @@ fn calls() -> Vec<Call> {
                 PAUSED.0,
                 RERUN.0,
                 UNFILED.0,
+                ATTEMPTS.0,
                 KILL.0,
                 QUEUE.0,
                 MEMBERS.0,
@@ -348,7 +355,8 @@ fn calls() -> Vec<Call> {
                 "finish",
                 include_str!("../../src/redis/scripts/finish.lua"),
                 &[
-                    SCHEDULES, STATUSES, TIMELINE, FAILURES, LEASES, PAUSED, RERUN, QUEUE, MEMBERS,
+                    SCHEDULES, STATUSES, TIMELINE, FAILURES, LEASES, PAUSED, RERUN, ATTEMPTS,
+                    QUEUE, MEMBERS,
                 ],
                 &[
                     "j:A",
@@ -365,6 +373,8 @@ fn calls() -> Vec<Call> {
                     "{}",
                     "f",
                     "",
+                    "",
+                    "0",
                     "20",
                     "1000",
                     "1000",
@@ -550,8 +560,9 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
     let calls = calls();
     let by = |name: &str| calls.iter().find(|c| c.name == name).unwrap();
     for (name, index, value, says) in [
-        ("claim", 6, "10000000000000000", "lease time"),
-        ("claim", 6, "0", "lease time"),
+        ("claim", 5, "10000000000000000", "lease time"),
+        ("claim", 5, "0", "lease time"),
+        ("claim", 8, "1000001", "queue limit"),
         ("claim", 4, "x", "recovery delay"),
         ("place", 3, "1e400", "due time"),
         ("place_many", 5, "-1", "due time"),
