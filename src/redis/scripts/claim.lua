@@ -55,8 +55,9 @@ local function at(t, f)
 end
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
 -- whole number well below 2^53 (or be missing).
+local seen = {}
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string",
-  paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash", attempts_key, "hash"})
+  paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash", attempts_key, "hash"}, seen)
   or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
   or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
 local odd, skipped = {}, {}
@@ -75,11 +76,14 @@ if bad then
   return bad
 end
 local clock = redis_time()
-local recover_at = clock + tonumber(ARGV[5])
+-- Whole seconds: a sorted set small enough to be a listpack keeps integer scores as
+-- integers, and compares them without parsing each member's score as a string (a
+-- fractional score made each claim's ZADD several times dearer).
+local recover_at = math.ceil(clock + tonumber(ARGV[5]))
 -- Nothing to read while no dispatcher wrote a due field (the key is missing), nor
 -- while no job waits for a retry.
 local read_due = redis.call("TYPE", due_key)["ok"] == "hash"
-local read_attempts = redis.call("EXISTS", attempts_key) == 1
+local read_attempts = seen[attempts_key] == "hash"
 -- Paused queues claim nothing (one call for all of them); paused jobs are looked up
 -- only while some job is paused.
 local names = {}
@@ -87,7 +91,7 @@ for pair = 1, pairs_count do
   names[pair] = ARGV[FIXED_ARGS + pairs_count + n + pair]
 end
 local held = redis.call("HMGET", paused_queues_key, unpack(names))
-local any_paused = redis.call("EXISTS", paused_key) == 1
+local any_paused = seen[paused_key] == "hash"
 -- The room a limited queue has left: its limit less its jobs leased now (the part of
 -- each running job's id after the last ':', or the whole id, names its queue).
 local room, limited = {}, {}

@@ -157,7 +157,9 @@ end
 -- Redis does not roll a script back when a command fails half-way, so each script
 -- checks first whatever could fail: the type of every key it touches, and the numbers
 -- it is given. `list` holds key, type, key, type...; a missing key is fine. `seen`
--- (optional) remembers the keys checked so far in this call. Returns an error reply
+-- (optional) remembers the keys checked so far in this call with their type (`none`
+-- when missing), so that a script also learns from it which keys exist without a
+-- call of its own. Returns an error reply
 -- naming the first key of another type (the script returns it before any write), or
 -- nil.
 local function wrong_type(list, seen)
@@ -170,7 +172,7 @@ local function wrong_type(list, seen)
           " where redbike keeps a " .. want .. "; nothing was changed; see `redbike check`")
       end
       if seen then
-        seen[key] = true
+        seen[key] = t
       end
     end
   end

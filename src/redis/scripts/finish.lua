@@ -310,9 +310,10 @@ bad = bad or bad_number(limit, 0, 1000000, "history limit")
 if bad then
   return bad
 end
-any_paused = redis.call("EXISTS", KEYS[10]) == 1
-any_rerun = redis.call("EXISTS", KEYS[11]) == 1
-any_attempts = redis.call("EXISTS", KEYS[13]) == 1
+-- The types the checks above read say which of these exist.
+any_paused = seen[KEYS[10]] == "hash"
+any_rerun = seen[KEYS[11]] == "hash"
+any_attempts = seen[KEYS[13]] == "hash"
 -- Another type under the name (check names it) costs no outcome: it is left alone.
 any_kill = redis.call("TYPE", KEYS[14])["ok"] == "hash"
 

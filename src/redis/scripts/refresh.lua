@@ -12,7 +12,8 @@ local bad = wrong_type({KEYS[1], "zset"}) or bad_number(ARGV[1], 0, MAX_TTL, "re
 if bad then
   return bad
 end
-local at = redis_time() + tonumber(ARGV[1])
+-- Whole seconds, as claim.lua writes them (see there).
+local at = math.ceil(redis_time() + tonumber(ARGV[1]))
 local ids, args, missing = {}, {}, {}
 for i = 2, #ARGV do
   ids[#ids + 1] = ARGV[i]
