@@ -101,8 +101,10 @@
 //!   times and ISO timestamps (`timestamp.rs`), and helpers of their unit tests
 //!   (`testing.rs`).
 //! - `shard.rs`: a prefix split into shards (`shards = N`): the shards' prefixes and
-//!   configurations, the shard of a job, the number recorded in Redis, and running a
-//!   loop per shard; the commands in `cli/` route and merge through it.
+//!   configurations, the shard of a job, the number recorded in Redis, running a loop
+//!   per shard, and reading the shards of a listing at once, merged in order with
+//!   bounded memory (`read_all`, `map`); the commands in `cli/` route and merge
+//!   through it.
 //! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
 //!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
 //!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues

@@ -23,7 +23,7 @@ pub(super) fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<Exit
     let before = parse_ts("--before", before, config)?.unwrap_or_else(timestamp::now);
     // Every shard's rows go into one sort: the order is that of an unsplit prefix.
     let mut sorted = SortedCsv::new(SPILL_ROWS).escaping(crate::terminal::csv_escapes());
-    statuses::each_status(config, before, |id, s| {
+    statuses::each_status(config, before, |(id, s)| {
         sorted.push(vec![
             id,
             s.event.into_bytes(),
@@ -36,11 +36,9 @@ pub(super) fn cmd_statuses(config: &Config, before: Option<&str>) -> Result<Exit
 
 pub(super) fn cmd_schedules(config: &Config) -> Result<ExitCode> {
     let mut sorted = SortedCsv::new(SPILL_ROWS).escaping(crate::terminal::csv_escapes());
-    for config in shard::checked_all(config)? {
-        with_store(&config.redis, |store| {
-            crate::operator::backup::each_row(store, |id, schedule| sorted.push(vec![id, schedule]))
-        })?;
-    }
+    crate::operator::backup::each_schedule(config, |(id, schedule)| {
+        sorted.push(vec![id, schedule])
+    })?;
     sorted.finish(out())?;
     Ok(ExitCode::Success)
 }
@@ -130,13 +128,13 @@ pub(super) fn cmd_stats(
         overdue_after: config.overdue_after,
         limits: config.limits.clone(),
     };
-    let mut parts = Vec::new();
-    for config in shard::checked_all(config)? {
+    let now = timestamp::now();
+    let parts = shard::map(&shard::checked_all(config)?, |config| {
         let probe = Probe::of(&config.redis);
-        parts.push(with_store(&config.redis, |store| {
-            stats::collect(store, &opts, &probe, timestamp::now())
-        })?);
-    }
+        with_store(&config.redis, |store| {
+            stats::collect(store, &opts, &probe, now)
+        })
+    })?;
     // There is at least one shard.
     let figures = stats::merge(&config.prefix, parts).expect("a prefix has a shard");
     out()

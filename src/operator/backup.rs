@@ -16,9 +16,32 @@
 use std::borrow::Cow;
 
 use crate::{
+    config::Config,
     error::Result,
-    redis::store::{Place, Scan, Store},
+    redis::store::{with_store, Place, Scan, Store},
+    shard::{self, Order},
 };
+
+/// Calls `emit((job id, schedule to restore))` for every job under `config`'s prefix,
+/// its shards read at once (the rows of the shards come interleaved, for output that
+/// is sorted).
+pub fn each_schedule(
+    config: &Config,
+    emit: impl FnMut((Vec<u8>, Vec<u8>)) -> Result<()>,
+) -> Result<()> {
+    let shards = shard::checked_all(config)?;
+    shard::read_all(
+        &shards,
+        Order::Any,
+        |config, emit| {
+            with_store(&config.redis, |store| {
+                each_row(store, |id, schedule| emit((id, schedule)))
+            })
+        },
+        emit,
+    )?;
+    Ok(())
+}
 
 /// The schedule to print for a job stored as `STOP` that is at `place`.
 pub fn restore_form(place: &Place) -> Cow<'static, str> {

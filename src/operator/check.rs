@@ -23,7 +23,7 @@ use crate::{
     },
     redis::store::{with_store, Place, Scan, Store},
     schedule::Schedule,
-    shard,
+    shard::{self, Order},
 };
 
 /// Items read per SCAN-family call and per pipelined check.
@@ -75,19 +75,37 @@ pub struct Report {
     pub unread: Option<String>,
 }
 
-/// Walks every shard of `config`'s prefix (repairing with `repair`); `emit` receives
-/// each finding as it is found.
+/// Walks every shard of `config`'s prefix (repairing with `repair`), the shards at
+/// once; `emit` receives each finding as it is found, all of shard 0's first, then
+/// shard 1's, and so on, as when the shards are walked one after the other.
 pub fn check_all(config: &Config, repair: bool, mut emit: impl FnMut(&Finding)) -> Result<Report> {
     let policy = config.policy();
+    let shards = shard::checked_all(config)?;
+    let parts = shard::read_all(
+        &shards,
+        Order::Shards,
+        |config, send| {
+            let probe = Probe::of(&config.redis);
+            let mut health = Err(String::new());
+            // A finding that cannot be handed over (the listing stopped at another
+            // shard's error, which is the one reported) stops nothing: the walk goes
+            // on to its end, and its figures are dropped.
+            let part = with_store(&config.redis, |store| {
+                health = probe.query(store.con)?;
+                let walk = Check::new(store, repair, &policy, |f: &Finding| {
+                    let _ = send(f.clone());
+                });
+                Ok(walk.overdue_after(config.overdue_after).run()?)
+            })?;
+            Ok((part, health))
+        },
+        |f| {
+            emit(&f);
+            Ok(())
+        },
+    )?;
     let mut report = Report::default();
-    for config in shard::checked_all(config)? {
-        let probe = Probe::of(&config.redis);
-        let mut health = Err(String::new());
-        let part = with_store(&config.redis, |store| {
-            health = probe.query(store.con)?;
-            let walk = Check::new(store, repair, &policy, &mut emit);
-            Ok(walk.overdue_after(config.overdue_after).run()?)
-        })?;
+    for (part, health) in parts {
         report.summary.add(&part);
         match health {
             Ok(health) => {

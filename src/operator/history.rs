@@ -19,12 +19,15 @@ pub fn read(config: &Config, query: &Query) -> Result<Vec<Entry>> {
         }
         None => shard::checked_all(config)?,
     };
-    let mut entries = Vec::new();
-    for config in &shards {
-        entries.extend(with_store(&config.redis, |store| {
+    // The shards are read at once; their entries are put together in shard order.
+    let mut entries: Vec<Entry> = shard::map(&shards, |config| {
+        with_store(&config.redis, |store| {
             crate::redis::history::read(store, query)
-        })?);
-    }
+        })
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
     if shards.len() > 1 {
         // Each shard's entries are newest first; so are all of them together.
         entries.sort_by(|a, b| b.end.total_cmp(&a.end));

@@ -27,6 +27,7 @@ mod overlap_watch;
 mod retries;
 mod security;
 mod serve;
+mod shards;
 mod soak;
 mod text;
 mod top;
