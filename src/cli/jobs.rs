@@ -306,27 +306,26 @@ pub(super) fn cmd_load(
 ) -> Result<ExitCode> {
     let after = parse_ts("--after", after, config)?;
     let mut source = loader::Source::open(file)?;
-    // Every row is checked before anything is written; a split prefix then checks and
-    // writes one shard's rows at a time (two more readings a shard).
-    let mut checked = loader::check(&mut source, planner(config, after)?)?;
+    // Every row is checked before anything is written, then written in one more
+    // reading, each row to its shard; each shard's timefile is its reference instant.
+    let configs = shard::all(config)?;
+    let planners = configs
+        .iter()
+        .map(|shard| {
+            let at = reference(shard, after)?;
+            Ok(loader::Planner::new(at, config.timezone, &config.jitter))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut checked = loader::check_split(&mut source, planners)?;
     let shards = shard::checked_all(config)?;
-    let mut n = 0;
-    if shards.len() == 1 {
+    let n = if shards.len() == 1 {
         let probe = Probe::of(&config.redis);
-        n = with_store(&config.redis, |store| {
+        with_store(&config.redis, |store| {
             loader::load(store, &mut checked, &probe)
-        })?;
+        })?
     } else {
-        drop(checked);
-        for (k, config) in shards.iter().enumerate() {
-            only_shard(&mut source, config, k);
-            let mut checked = loader::check(&mut source, planner(config, after)?)?;
-            let probe = Probe::of(&config.redis);
-            n += with_store(&config.redis, |store| {
-                loader::load(store, &mut checked, &probe)
-            })?;
-        }
-    }
+        loader::load_split(&shards, &mut checked)?
+    };
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }

@@ -3,6 +3,8 @@
 //! placement, keeping only the count and the queues named; then [`load`] reads the file
 //! again and writes it, a batch at a time (`redis/bulk.rs`, which the dispatcher calls
 //! too). So bad input writes nothing, and memory stays bounded however long the file.
+//! A prefix split into shards is written in the same two readings ([`check_split`],
+//! [`load_split`]), each row sent to its shard's batch.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -14,15 +16,19 @@ use std::{
 
 use chrono_tz::Tz;
 
+use redis::Connection;
+
 use crate::{
+    config::Config,
     error::{Error, Result},
     jitter,
     jobid::queue_of,
     operator::csvio::{self, Row, ScheduleRow},
     redis::bulk::{self, Jobs},
-    redis::hazards::Probe,
-    redis::store::{PlaceItem, Store, PLACE_BATCH},
-    schedule::Placement,
+    redis::hazards::{self, Health, Probe},
+    redis::keys::Keys,
+    redis::store::{acknowledged, connect, PlaceItem, Store, COMMAND_TIMEOUT, PLACE_BATCH},
+    schedule::{timestamp, Placement},
 };
 
 pub use crate::redis::bulk::written_before;
@@ -31,7 +37,8 @@ pub use crate::redis::bulk::written_before;
 /// starts afresh when full, so that a file of distinct rules holds no more.
 const CACHE_PLACEMENTS: usize = 10_000;
 /// Queues whose keys are checked from what [`check`] kept; with more, the file is read
-/// once more to check them batch by batch.
+/// once more to check them batch by batch. A split prefix keeps a queue once in each
+/// shard its jobs go to, up to this many times the shards (at most 8).
 const QUEUES_HELD: usize = 10_000;
 
 /// A schedules file, read twice. A regular file is read in place (and must not change
@@ -51,6 +58,8 @@ pub struct Source {
     keep: Option<Keep>,
     /// Whether a reading said its lines of odd job ids already (once per file).
     said: bool,
+    /// The readings begun (said at debug level, `-v`).
+    readings: u32,
 }
 
 /// Whether a job id's row is read (see [`Source::only`]).
@@ -69,6 +78,7 @@ impl Source {
                 stamp: None,
                 keep: None,
                 said: false,
+                readings: 0,
             });
         }
         let name = path.display().to_string();
@@ -83,6 +93,7 @@ impl Source {
                 stamp: Some((meta.len(), meta.modified().ok())),
                 keep: None,
                 said: false,
+                readings: 0,
             });
         }
         Ok(Source {
@@ -92,6 +103,7 @@ impl Source {
             stamp: None,
             keep: None,
             said: false,
+            readings: 0,
         })
     }
 
@@ -133,6 +145,8 @@ impl Source {
 
     /// Reads the file from its start, calling `each` with every row (that it keeps).
     fn read(&mut self, mut each: impl FnMut(Row) -> Result<()>) -> Result<()> {
+        self.readings += 1;
+        crate::log_debug!("{}: reading {}", self.name, self.readings);
         let keep = self.keep.as_deref();
         let each = |row: Row| match row {
             Row::Job(row) if keep.is_some_and(|keep| !keep(&row.jobid)) => Ok(()),
@@ -189,6 +203,8 @@ pub struct Planner<'j> {
     tz: Tz,
     jitter: &'j BTreeMap<String, u64>,
     cache: HashMap<(String, i64), Placement>,
+    /// Placements the cache holds at most.
+    cache_max: usize,
 }
 
 impl<'j> Planner<'j> {
@@ -199,6 +215,7 @@ impl<'j> Planner<'j> {
             tz,
             jitter,
             cache: HashMap::new(),
+            cache_max: CACHE_PLACEMENTS,
         }
     }
 
@@ -218,7 +235,7 @@ impl<'j> Planner<'j> {
                     })?;
                 // NOW/CONTINUE/STOP/AT do not depend on `after`; rules are cached too,
                 // since every row shares the same reference instant.
-                if self.cache.len() >= CACHE_PLACEMENTS {
+                if self.cache.len() >= self.cache_max {
                     self.cache.clear();
                 }
                 self.cache.insert(key, p);
@@ -234,35 +251,57 @@ impl<'j> Planner<'j> {
     }
 }
 
-/// A file [`check`] found valid, ready to [`load`].
+/// A file [`check`] found valid, ready to [`load`] (or [`load_split`]).
 pub struct Checked<'s, 'j> {
     source: &'s mut Source,
-    planner: Planner<'j>,
-    /// Its rows.
-    total: usize,
-    /// A job of each queue named, and each job named as its queue (whose lease key
-    /// can collide): enough to name every key placing them touches. `None` when there
-    /// were more than [`QUEUES_HELD`] queues.
-    ids: Option<Vec<String>>,
+    /// A planner per shard (each has its shard's reference instant).
+    planners: Vec<Planner<'j>>,
+    /// The shards its jobs go to (1: the prefix is not split).
+    shards: u32,
+    /// Its rows, per shard.
+    totals: Vec<usize>,
+    /// Per shard, a job of each queue named, and each job named as its queue (whose
+    /// lease key can collide): enough to name every key placing them touches. `None`
+    /// when there were more queues than it keeps (`QUEUES_HELD`).
+    ids: Option<Vec<Vec<String>>>,
 }
 
 /// The first reading: validates and plans every row of `source`; the first bad row is
 /// an error naming its line, and nothing is written.
-pub fn check<'s, 'j>(source: &'s mut Source, mut planner: Planner<'j>) -> Result<Checked<'s, 'j>> {
+pub fn check<'s, 'j>(source: &'s mut Source, planner: Planner<'j>) -> Result<Checked<'s, 'j>> {
+    check_split(source, vec![planner])
+}
+
+/// [`check`], for a prefix split into as many shards as `planners` (one per shard, in
+/// order, each with its shard's reference instant): it also counts the rows of each
+/// shard, and keeps the queues named per shard. Their caches together hold what one
+/// planner's holds.
+pub fn check_split<'s, 'j>(
+    source: &'s mut Source,
+    mut planners: Vec<Planner<'j>>,
+) -> Result<Checked<'s, 'j>> {
     let name = source.name.clone();
-    let mut total = 0;
-    // Each queue seen, and whether a job named as it was.
-    let mut queues: Option<HashMap<String, bool>> = Some(HashMap::new());
-    let mut ids = Vec::new();
+    let n = planners.len().max(1) as u32;
+    for planner in &mut planners {
+        planner.cache_max = (CACHE_PLACEMENTS / n as usize).max(100);
+    }
+    let mut totals = vec![0; n as usize];
+    // Per shard, each queue seen, and whether a job named as it was.
+    let mut queues: Option<Vec<HashMap<String, bool>>> = Some(vec![HashMap::new(); n as usize]);
+    let (mut held, held_max) = (0, QUEUES_HELD * n.min(8) as usize);
+    let mut ids = vec![Vec::new(); n as usize];
     source.rows(|row| {
-        planner.item(&row, &name)?;
-        total += 1;
+        let k = crate::shard::of_job(&row.jobid, n) as usize;
+        planners[k].item(&row, &name)?;
+        totals[k] += 1;
         if let Some(seen) = &mut queues {
+            let seen = &mut seen[k];
             let queue = queue_of(&row.jobid);
             let own = queue == row.jobid;
             let new = match seen.get_mut(queue) {
                 None => {
                     seen.insert(queue.to_string(), own);
+                    held += 1;
                     true
                 }
                 Some(named) if own && !*named => {
@@ -272,9 +311,9 @@ pub fn check<'s, 'j>(source: &'s mut Source, mut planner: Planner<'j>) -> Result
                 Some(_) => false,
             };
             if new {
-                ids.push(row.jobid);
+                ids[k].push(row.jobid);
             }
-            if seen.len() > QUEUES_HELD {
+            if held > held_max {
                 queues = None;
                 ids = Vec::new();
             }
@@ -283,20 +322,22 @@ pub fn check<'s, 'j>(source: &'s mut Source, mut planner: Planner<'j>) -> Result
     })?;
     Ok(Checked {
         source,
-        planner,
-        total,
+        planners,
+        shards: n,
+        totals,
         ids: queues.map(|_| ids),
     })
 }
 
 impl Jobs for Checked<'_, '_> {
     fn total(&self) -> usize {
-        self.total
+        self.totals.iter().sum()
     }
 
     fn check_types(&mut self, store: &mut Store<'_>) -> Result<()> {
         match self.ids.take() {
             Some(ids) => {
+                let ids = ids.concat();
                 let keys = store.place_keys(ids.iter().map(String::as_str));
                 store.check_types(&keys)
             }
@@ -310,7 +351,21 @@ impl Jobs for Checked<'_, '_> {
     /// The second reading: plans the rows again, a batch at a time. The file must be
     /// as it was checked: any difference is [`Error::Changed`].
     fn batches(&mut self, each: &mut dyn FnMut(&[PlaceItem]) -> Result<()>) -> Result<()> {
-        let (name, total) = (self.source.name.clone(), self.total);
+        self.routed(None, &mut |_, batch| each(batch))
+    }
+}
+
+impl Checked<'_, '_> {
+    /// Reads the file again and plans its rows (only shard `only`'s, if given), calling
+    /// `each(shard, batch)` with each shard's rows, at most [`PLACE_BATCH`] at a time. The
+    /// file must be as it was checked: any difference is [`Error::Changed`].
+    fn routed(
+        &mut self,
+        only: Option<usize>,
+        each: &mut dyn FnMut(usize, &[PlaceItem]) -> Result<()>,
+    ) -> Result<()> {
+        let (name, total, n) = (self.source.name.clone(), self.total(), self.shards);
+        let expected = only.map_or(total, |k| self.totals[k]);
         let changed = |written| Error::Changed {
             name: name.clone(),
             written,
@@ -319,13 +374,20 @@ impl Jobs for Checked<'_, '_> {
         if !self.source.unchanged() {
             return Err(changed(0));
         }
-        let planner = &mut self.planner;
-        let mut batch = Vec::with_capacity(PLACE_BATCH);
-        let mut done = 0;
+        let planners = &mut self.planners;
+        // A batch per shard, each written when full: memory holds at most a batch a shard.
+        let mut batches: Vec<Vec<PlaceItem>> = (0..n).map(|_| Vec::new()).collect();
+        let (mut done, mut seen) = (0, 0);
         let read = self.source.rows(|row| {
-            batch.push(planner.item(&row, &name)?);
+            let k = crate::shard::of_job(&row.jobid, n) as usize;
+            if only.is_some_and(|only| only != k) {
+                return Ok(());
+            }
+            seen += 1;
+            let batch = &mut batches[k];
+            batch.push(planners[k].item(&row, &name)?);
             if batch.len() == PLACE_BATCH {
-                each(&batch)?;
+                each(k, batch)?;
                 done += batch.len();
                 batch.clear();
             }
@@ -336,11 +398,13 @@ impl Jobs for Checked<'_, '_> {
             Err(Error::Input(_)) => return Err(changed(done)),
             other => other?,
         }
-        if done + batch.len() != total || !self.source.unchanged() {
+        if seen != expected || !self.source.unchanged() {
             return Err(changed(done));
         }
-        if !batch.is_empty() {
-            each(&batch)?;
+        for (k, batch) in batches.iter().enumerate() {
+            if !batch.is_empty() {
+                each(k, batch)?;
+            }
         }
         Ok(())
     }
@@ -349,6 +413,124 @@ impl Jobs for Checked<'_, '_> {
 /// The second reading: writes the checked file, a batch at a time; returns how many jobs.
 pub fn load(store: &mut Store<'_>, checked: &mut Checked<'_, '_>, probe: &Probe) -> Result<usize> {
     bulk::load_jobs(store, checked, probe)
+}
+
+/// A shard that [`load_split`] writes: its connection and what it read before writing.
+struct Writer {
+    con: Connection,
+    keys: Keys,
+    probe: Probe,
+    /// What Redis said before the first write (`None`: INFO refused).
+    before: Option<Health>,
+    /// Jobs written to it.
+    written: usize,
+}
+
+impl Writer {
+    fn store(&mut self) -> Store<'_> {
+        Store {
+            con: &mut self.con,
+            keys: &self.keys,
+        }
+    }
+}
+
+/// Writes a file [`check_split`] found valid into a prefix split into `shards` (each
+/// shard's configuration, in order), in one more reading whatever their number: each
+/// row goes into its shard's batch, written when full; returns how many jobs. Before
+/// the first write, each shard is asked whether it has room and whether the keys that
+/// placing its jobs touches are of their types (from what [`check_split`] kept; with
+/// more queues than it keeps, in one more reading). As [`load`] does, it checks
+/// memory between batches, waits for `wait-replicas`, and looks for jobs evicted while
+/// it wrote (reading a shard's rows again only where Redis evicted keys).
+///
+/// Unlike [`load`], it does not write again after a failover: the shards' connections
+/// are held over the whole reading, and an error says how many jobs were written
+/// (placing is idempotent, so running the load again is safe).
+pub fn load_split(shards: &[Config], checked: &mut Checked<'_, '_>) -> Result<usize> {
+    let total = checked.total();
+    let mut writers = Vec::with_capacity(shards.len());
+    for (config, shard_total) in shards.iter().zip(checked.totals.clone()) {
+        let mut con = connect(&config.redis, COMMAND_TIMEOUT)?;
+        let probe = Probe::of(&config.redis);
+        let before = hazards::before_writing(&mut con, &probe, shard_total)
+            .map_err(|e| written_before(e, 0, total))?;
+        writers.push(Writer {
+            con,
+            keys: Keys::new(&config.redis.prefix),
+            probe,
+            before,
+            written: 0,
+        });
+    }
+    if writers.len() != checked.totals.len() {
+        return Err(Error::Input(format!(
+            "{}: checked for {} shard(s), written to {}",
+            checked.source.name,
+            checked.totals.len(),
+            writers.len()
+        )));
+    }
+    match checked.ids.take() {
+        Some(ids) => {
+            for (writer, ids) in writers.iter_mut().zip(ids) {
+                let mut store = writer.store();
+                let keys = store.place_keys(ids.iter().map(String::as_str));
+                store.check_types(&keys)?;
+            }
+        }
+        None => checked.routed(None, &mut |k, batch| {
+            let mut store = writers[k].store();
+            let keys = store.place_keys(batch.iter().map(|i| i.jobid.as_str()));
+            store.check_types(&keys)
+        })?,
+    }
+    let now = timestamp::now();
+    let mut written = 0;
+    checked
+        .routed(None, &mut |k, batch| {
+            let writer = &mut writers[k];
+            let watch_memory = writer
+                .before
+                .as_ref()
+                .is_some_and(|h| h.maxmemory_bytes > 0 && !h.evicts_any_key());
+            if watch_memory && writer.written > 0 {
+                if let Some(detail) = hazards::full_now(&mut writer.con)? {
+                    return Err(Error::OutOfMemory {
+                        written,
+                        total,
+                        detail,
+                    });
+                }
+            }
+            let mut here = 0;
+            let placed = writer.store().place_many(batch, now, &mut here);
+            writer.written += here;
+            written += here;
+            placed
+        })
+        .map_err(|e| written_before(e, written, total))?;
+    for (k, (writer, config)) in writers.iter_mut().zip(shards).enumerate() {
+        if let Some(short) = acknowledged(&mut writer.con, &config.redis)? {
+            return Err(short);
+        }
+        let (probe, before) = (writer.probe, writer.before.take());
+        let mut store = writer.store();
+        hazards::after_writing(&mut store, &probe, before.as_ref(), total, |store| {
+            let mut missing = 0;
+            checked.routed(Some(k), &mut |_, batch| {
+                let ids: Vec<&str> = batch.iter().map(|i| i.jobid.as_str()).collect();
+                let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+                    .arg(&store.keys.schedules)
+                    .arg(ids)
+                    .query(store.con)?;
+                missing += found.iter().filter(|s| s.is_none()).count();
+                Ok(())
+            })?;
+            Ok(missing)
+        })?;
+    }
+    Ok(total)
 }
 
 /// Reads, validates and plans a whole file into memory (`dispatch --schedules`, which

@@ -1,5 +1,6 @@
 //! A prefix split into shards at scale: the listings read the shards at once and print
-//! what reading them one after the other printed.
+//! what reading them one after the other printed, and `load` reads its file twice
+//! whatever the number of shards.
 
 use tempfile::TempDir;
 
@@ -140,4 +141,84 @@ fn listings_of_twelve_shards_print_what_one_shard_after_another_printed() {
         v
     };
     assert_eq!(stats("one"), stats("twelve"));
+}
+
+/// The readings `redbike -v load` said it began of `file`.
+fn readings(stderr: &str, file: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.contains(&format!("{file}: reading ")))
+        .count()
+}
+
+#[test]
+fn load_into_twelve_shards_reads_its_file_twice() {
+    let server = RedisServer::start();
+    let d = workdir();
+    config(&d, "one", "{one}", 1, &server);
+    config(&d, "twelve", "{twelve}", 12, &server);
+    // Over a batch a shard, so that batches of several shards fill and are written
+    // while the file is read.
+    let n = 15_000;
+    let file = rows(n, now(), 4);
+    std::fs::write(path(&d, "jobs.csv"), &file).unwrap();
+    for name in ["one", "twelve"] {
+        let out = rb(&d, name).args(["-v", "load", "jobs.csv"]).run();
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains(&format!("loaded {n} job(s)")));
+        assert_eq!(
+            readings(&out.stderr, "jobs.csv"),
+            2,
+            "{name}: {}",
+            out.stderr
+        );
+    }
+    // From standard input too: read once, and once more from the copy.
+    let piped: String = (0..3000).map(|i| format!("piped{i}:Q1,STOP\r\n")).collect();
+    let out = rb(&d, "twelve")
+        .args(["-v", "load", "-"])
+        .stdin(piped)
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("loaded 3000 job(s)"), "{}", out.stdout);
+    assert_eq!(readings(&out.stderr, "<stdin>"), 2, "{}", out.stderr);
+
+    // Every job in its shard, as an unsplit prefix holds them.
+    let mut con = server.con();
+    let held: usize = (0..12)
+        .map(|k| {
+            redis::cmd("HLEN")
+                .arg(format!("{{twelve/{k}}}-schedules"))
+                .query::<usize>(&mut con)
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(held, n + 3000);
+    let one: Vec<String> = rb(&d, "one")
+        .args(["schedules"])
+        .ok()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let twelve = rb(&d, "twelve").args(["schedules"]).ok();
+    let twelve: Vec<&str> = twelve.lines().filter(|l| !l.starts_with("piped")).collect();
+    assert_eq!(one, twelve);
+    let statuses = rb(&d, "twelve").args(["statuses"]).ok();
+    let unsplit = rb(&d, "one").args(["statuses"]).ok();
+    let statuses: Vec<&str> = without_times(&statuses)
+        .into_iter()
+        .filter(|l| !l.starts_with("piped"))
+        .collect();
+    assert_eq!(statuses, without_times(&unsplit));
+    assert_eq!(rb(&d, "twelve").args(["check"]).run().code, 0);
+
+    // A bad row anywhere writes nothing in any shard.
+    let dbsize = server.dbsize();
+    let bad = format!("{file}late:Q1,FREQ=NEVER\r\n");
+    std::fs::write(path(&d, "bad.csv"), bad).unwrap();
+    rb(&d, "twelve")
+        .args(["load", "bad.csv"])
+        .run()
+        .fails(2, &format!("bad.csv: line {}", n + 1));
+    assert_eq!(server.dbsize(), dbsize);
 }
