@@ -449,12 +449,20 @@ impl Writer {
 /// (placing is idempotent, so running the load again is safe).
 pub fn load_split(shards: &[Config], checked: &mut Checked<'_, '_>) -> Result<usize> {
     let total = checked.total();
+    if shards.len() != checked.totals.len() {
+        return Err(Error::Input(format!(
+            "{}: checked for {} shard(s), to be written to {}",
+            checked.source.name,
+            checked.totals.len(),
+            shards.len()
+        )));
+    }
     let mut writers = Vec::with_capacity(shards.len());
-    for (config, shard_total) in shards.iter().zip(checked.totals.clone()) {
+    for config in shards {
         let mut con = connect(&config.redis, COMMAND_TIMEOUT)?;
         let probe = Probe::of(&config.redis);
-        let before = hazards::before_writing(&mut con, &probe, shard_total)
-            .map_err(|e| written_before(e, 0, total))?;
+        // A shard that is full stops the load before its first write, for all of them.
+        let before = hazards::before_writing(&mut con, &probe, total)?;
         writers.push(Writer {
             con,
             keys: Keys::new(&config.redis.prefix),
@@ -462,14 +470,6 @@ pub fn load_split(shards: &[Config], checked: &mut Checked<'_, '_>) -> Result<us
             before,
             written: 0,
         });
-    }
-    if writers.len() != checked.totals.len() {
-        return Err(Error::Input(format!(
-            "{}: checked for {} shard(s), written to {}",
-            checked.source.name,
-            checked.totals.len(),
-            writers.len()
-        )));
     }
     match checked.ids.take() {
         Some(ids) => {
