@@ -81,11 +81,11 @@ fn json_with_scan_has_every_figure() {
         "timeline": {"jobs": 3, "due": 2, "oldest_due_lateness_seconds": t - 100},
         "running": 2,
         "queues": [
-            {"queue": "A", "length": 2, "oldest_age_seconds": t - 1000},
-            {"queue": "B", "length": 1, "oldest_age_seconds": null},
-            {"queue": "C", "length": 0, "oldest_age_seconds": 0},
-            {"queue": "Z", "length": 0, "oldest_age_seconds": 0},
-            {"queue": "my-q", "length": 1, "oldest_age_seconds": age_of_g(&s, t)},
+            {"queue": "A", "length": 2, "oldest_age_seconds": t - 1000, "limit": null, "leased": null},
+            {"queue": "B", "length": 1, "oldest_age_seconds": null, "limit": null, "leased": null},
+            {"queue": "C", "length": 0, "oldest_age_seconds": 0, "limit": null, "leased": null},
+            {"queue": "Z", "length": 0, "oldest_age_seconds": 0, "limit": null, "leased": null},
+            {"queue": "my-q", "length": 1, "oldest_age_seconds": age_of_g(&s, t), "limit": null, "leased": null},
         ],
         "statuses": {"ENQ": 3, "TML": 3, "WRK": 1},
         "unparsable_statuses": 1,
@@ -100,6 +100,7 @@ fn json_with_scan_has_every_figure() {
             "lateness_p50_seconds": null, "lateness_p99_seconds": null,
             "recent_failures": 0},
         "paused_jobs": 0,
+        "retrying_jobs": 0,
         "paused_queues": [],
         "history_unfiled": 0,
         "python_seen": null,
@@ -135,8 +136,8 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
     assert_eq!(
         got["queues"],
         json!([
-            {"queue": "A", "length": 2, "oldest_age_seconds": t - 1000},
-            {"queue": "B", "length": 1, "oldest_age_seconds": null},
+            {"queue": "A", "length": 2, "oldest_age_seconds": t - 1000, "limit": null, "leased": null},
+            {"queue": "B", "length": 1, "oldest_age_seconds": null, "limit": null, "leased": null},
         ])
     );
     for absent in ["statuses", "unparsable_statuses", "lease_keys"] {
@@ -396,6 +397,7 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
         ),
         (series("redbike_redis_persistence", &[]), 0),
         (series("redbike_paused_jobs", &[]), 0),
+        (series("redbike_retrying_jobs", &[]), 0),
         (series("redbike_history_unfiled", &[]), 0),
         (series("redbike_python_peer_seen", &[]), 0),
         (hazard("eviction-policy"), 0),
