@@ -530,6 +530,10 @@ mod tests {
             decide("j:A", None, &failed, nth(1), 100, &s).after,
             AfterRun::Unset
         );
+        // An operator's kill ends the occurrence: no retry, the field goes.
+        let d = decide("j:A", Some("CONTINUE"), &End::Killed, nth(1), 100, &s);
+        assert_eq!(d.attempts, Attempts::Clear);
+        assert_eq!(d.failure, Some(status::KIL));
     }
 
     #[test]
