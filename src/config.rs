@@ -125,6 +125,9 @@ pub enum CatchUpPolicy {
     Once,
     /// Skip the missed occurrence: the job goes to its next one (status SKP).
     Skip,
+    /// Run every missed occurrence, each with its own due instant, up to the queue's
+    /// `max` (see `dispatch/catchup.rs` and `crate::backfill`).
+    All,
 }
 
 /// The catch-up policy of one queue.
@@ -132,8 +135,11 @@ pub enum CatchUpPolicy {
 pub struct CatchUp {
     /// Once or skip.
     pub policy: CatchUpPolicy,
-    /// Seconds a run may be late and still run under `skip`.
+    /// Seconds a run may be late and still run under `skip` (and before `all` catches
+    /// up).
     pub grace: u64,
+    /// Missed occurrences run under `all`, each on its own; the later ones are dropped.
+    pub max: u64,
 }
 
 /// The file as written; every key optional, unknown keys refused.
@@ -184,6 +190,7 @@ struct RedbikeTable {
 struct QueueCatchUpTable {
     policy: Option<CatchUpPolicy>,
     grace: Option<u64>,
+    max: Option<u64>,
 }
 
 /// `[redbike.retries.Q]`: the retries of queue Q.
@@ -344,8 +351,14 @@ impl Config {
                     key: "redbike.catch-up",
                     message: format!("queue {queue}: grace {why}"),
                 })?;
+            let max = limits::CATCH_UP_MAX
+                .check(q.max.unwrap_or(limits::CATCH_UP_MAX_DEFAULT))
+                .map_err(|why| ConfigError::Value {
+                    key: "redbike.catch-up",
+                    message: format!("queue {queue}: max {why}"),
+                })?;
             let policy = q.policy.unwrap_or_default();
-            catch_up.insert(queue, CatchUp { policy, grace });
+            catch_up.insert(queue, CatchUp { policy, grace, max });
         }
         let jitter = t.jitter.unwrap_or_default();
         for (queue, secs) in &jitter {
@@ -710,19 +723,36 @@ mod tests {
 
     #[test]
     fn catch_up_tables_default_to_once_and_a_minute() {
-        let text = "[redbike.catch-up.R]\npolicy = \"skip\"\n[redbike.catch-up.S]\ngrace = 5\n";
+        let text = "[redbike.catch-up.R]\npolicy = \"skip\"\n[redbike.catch-up.S]\ngrace = 5\n\
+                    [redbike.catch-up.T]\npolicy = \"all\"\nmax = 3\n";
         let config = Config::from_file(toml::from_str(text).unwrap(), None).unwrap();
         let skip = CatchUp {
             policy: CatchUpPolicy::Skip,
             grace: 60,
+            max: 10,
         };
         let once = CatchUp {
             policy: CatchUpPolicy::Once,
             grace: 5,
+            max: 10,
+        };
+        let all = CatchUp {
+            policy: CatchUpPolicy::All,
+            grace: 60,
+            max: 3,
         };
         assert_eq!(config.catch_up.get("R"), Some(&skip));
         assert_eq!(config.catch_up.get("S"), Some(&once));
-        assert_eq!(config.catch_up.len(), 2);
+        assert_eq!(config.catch_up.get("T"), Some(&all));
+        assert_eq!(config.catch_up.len(), 3);
+        for bad in ["max = 0", "max = 1001"] {
+            let text = format!("[redbike.catch-up.T]\npolicy = \"all\"\n{bad}\n");
+            let e = Config::from_file(toml::from_str(&text).unwrap(), None).unwrap_err();
+            assert!(
+                e.to_string().contains("max must be in 1..=1000 runs"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

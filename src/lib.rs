@@ -8,7 +8,7 @@
 //!
 //! - `cli/`: the command line, which only parses arguments and prints what the layers
 //!   below return: the clap definitions (`args.rs`); one function per subcommand,
-//!   grouped by what they do: jobs (`jobs.rs`: set, unset, run, kill, pause, resume, tell,
+//!   grouped by what they do: jobs (`jobs.rs`: set, unset, run, kill, backfill, pause, resume, tell,
 //!   holds-lease, history, next, load), processes (`processes.rs`: dispatch, work,
 //!   control, ping) and reports (`reports.rs`: statuses, schedules, check, stats, ps,
 //!   top); running the command line, usage errors and exit codes (`mod.rs`); the long
@@ -35,8 +35,9 @@
 //!   them. The typed functions that build the arguments of the worker's scripts
 //!   (`claim.lua`, `refresh.lua`, `release.lua`, `finish.lua`) are in `worker.rs`, and
 //!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
-//!   `recovery.rs`, of `skip.lua` in `skip.rs`, of `run.lua`, `pause.lua`,
-//!   `resume.lua` and `kill.lua` in `control.rs`. Each typed function parses the words its script
+//!   `recovery.rs`, of `skip.lua` in `skip.rs`, of `backfill.lua` and `cancel_backfill.lua` in
+//!   `backlog.rs` (called by `operator/backfill.rs` and `dispatch/catchup.rs`), of `run.lua`,
+//!   `pause.lua`, `resume.lua` and `kill.lua` in `control.rs`. Each typed function parses the words its script
 //!   answers into an enum (`FinishReply`, `RecoverReply`, `SkipReply`, `RunReply`,
 //!   ...), which callers match; a yes/no argument is `flag` (`"1"`/`"0"`) in every
 //!   script. The other scripts are called from one
@@ -50,7 +51,7 @@
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
 //!   `dispatch/dispatcher.rs`; one pass moves due jobs into their queues (`pass.rs`);
 //!   what it knows between passes, how long it sleeps and the wake-ups it hears
-//!   (`ahead.rs`); catch-up after downtime (`catchup.rs`), recovery of jobs whose
+//!   (`ahead.rs`); catch-up after downtime (`catchup.rs`: skip, or all through a backlog), recovery of jobs whose
 //!   worker vanished (`lost_jobs.rs`: the expired leases and the sweep), the timefile
 //!   (`timefile.rs`).
 //! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
@@ -77,11 +78,13 @@
 //!   worker vanished (`decide`, `decide_recovery`), and the words the scripts are told
 //!   it in (`Action`, `AfterRun`, `Attempts`); the worker, recovery and `check` decide
 //!   there.
+//! - `backfill.rs`: runs of past occurrences (`redbike backfill`, catch-up `all`): the
+//!   instants of a range, and what a job's backlog (`P-backlog-JOBID`) is.
 //! - `retries.rs`: retries of failed runs (`[redbike.retries.Q]`): the backoff, which
 //!   attempt of which occurrence a run is, and the field `P-attempts` keeps of it.
 //! - `operator/`: commands that read or repair a prefix, over all its shards, returning
 //!   data the command line prints: `check.rs`, `statuses.rs`, `history.rs`
-//!   (`redbike history`), `backup.rs` (`schedules`), `loader.rs` (`load`, `dispatch
+//!   (`redbike history`), `backup.rs` (`schedules`), `backfill.rs` (`backfill`), `loader.rs` (`load`, `dispatch
 //!   --schedules`), `ping.rs`, `ps.rs` (the processes, and the table, CSV and JSON of
 //!   `redbike ps`), `control.rs` (`control`, `run`, `pause`, `resume` of a job or a
 //!   queue, `kill`), and CSV reading and writing (`csvio.rs`); `stats/` is `redbike stats`: the
@@ -130,6 +133,7 @@
 //! 4. `redis`: takes an `Access`, never the whole configuration.
 //! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`, `terminal`), `policy` (uses `jitter`,
 //!    `retries`, `schedule`, `status`), `retries` (uses `jitter`, `jobid`, `schedule`),
+//!    `backfill` (uses `jitter`, `schedule`),
 //!    `jitter` (uses `jobid`, `schedule`), `error` (the error
 //!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
 //!    `shutdown` (uses `log`).
@@ -137,6 +141,7 @@
 //!    `test_hook`, `terminal`, which use no other module.
 #![deny(missing_docs)]
 
+pub mod backfill;
 pub mod cli;
 pub mod config;
 pub mod dispatch;

@@ -38,6 +38,17 @@ pub const CATCH_UP_GRACE: Range = Range::new(5, 86_400, "seconds");
 /// The grace of a `skip` queue that names none: the dispatcher passes every second, so
 /// only an outage (or a dispatcher that cannot keep up) makes a job this late.
 pub const CATCH_UP_GRACE_DEFAULT: u64 = 60;
+/// `catch-up.Q.max`: missed occurrences a queue with `policy = "all"` runs, each with
+/// its own due instant, after an outage; the later ones are dropped (a thousand runs
+/// of one job is already a backfill: `redbike backfill` takes more).
+pub const CATCH_UP_MAX: Range = Range::new(1, 1000, "runs");
+/// `catch-up.Q.max`'s default.
+pub const CATCH_UP_MAX_DEFAULT: u64 = 10;
+/// `backfill --max`: runs one `redbike backfill` queues; the hard cap bounds the
+/// job's backlog list (a few MB) and the time its script holds Redis.
+pub const BACKFILL_MAX: Range = Range::new(1, 100_000, "runs");
+/// `backfill --max`'s default: more than that is likely a mistaken range.
+pub const BACKFILL_MAX_DEFAULT: u64 = 100;
 /// `jitter.Q`: the spread, in seconds, of the offsets of queue Q's jobs (0: none; a
 /// day at most).
 pub const JITTER: Range = Range::new(0, 86_400, "seconds");
@@ -132,6 +143,11 @@ pub mod arg {
     /// `--timeout`.
     pub fn timeout(text: &str) -> Result<u64, String> {
         TIMEOUT.parse(text)
+    }
+
+    /// `backfill --max`.
+    pub fn backfill_max(text: &str) -> Result<u64, String> {
+        BACKFILL_MAX.parse(text)
     }
 
     /// `--grace`.

@@ -16,6 +16,9 @@ _redbike() {
             ",$1")
                 cmd="redbike"
                 ;;
+            redbike,backfill)
+                cmd="redbike__subcmd__backfill"
+                ;;
             redbike,check)
                 cmd="redbike__subcmd__check"
                 ;;
@@ -87,6 +90,9 @@ _redbike() {
                 ;;
             redbike,work)
                 cmd="redbike__subcmd__work"
+                ;;
+            redbike__subcmd__help,backfill)
+                cmd="redbike__subcmd__help__subcmd__backfill"
                 ;;
             redbike__subcmd__help,check)
                 cmd="redbike__subcmd__help__subcmd__check"
@@ -167,12 +173,54 @@ _redbike() {
 
     case "${cmd}" in
         redbike)
-            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
+            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__backfill)
+            opts="-c -v -q -h --from --to --cancel --max --config --redis-url --prefix --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -341,8 +389,22 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help)
-            opts="set unset run kill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
+            opts="set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__help__subcmd__backfill)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

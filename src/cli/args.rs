@@ -148,6 +148,35 @@ pub enum Command {
         /// The job id
         jobid: String,
     },
+    /// Run every occurrence of a job's schedule in a past range, once each, in order
+    #[command(after_long_help = help::BACKFILL)]
+    Backfill {
+        /// The job id
+        jobid: String,
+        /// First instant of the range, included (unix seconds or ISO 8601)
+        #[arg(
+            long,
+            value_name = "TIMESTAMP",
+            allow_negative_numbers = true,
+            required_unless_present = "cancel"
+        )]
+        from: Option<String>,
+        /// Last instant of the range, included; not in the future
+        #[arg(
+            long,
+            value_name = "TIMESTAMP",
+            allow_negative_numbers = true,
+            required_unless_present = "cancel"
+        )]
+        to: Option<String>,
+        /// Drop what is left of the job's backfill instead (a run under way finishes)
+        #[arg(long, conflicts_with_all = ["from", "to", "max"])]
+        cancel: bool,
+        /// Most runs to queue, 1..=100000; a range holding more is refused
+        #[arg(long, value_name = "N", value_parser = limits::arg::backfill_max,
+              default_value_t = limits::BACKFILL_MAX_DEFAULT, allow_negative_numbers = true)]
+        max: u64,
+    },
     /// Pause a job (keep its schedule, take it out of circulation), or a queue with --queue
     #[command(after_long_help = help::PAUSE)]
     Pause {

@@ -144,7 +144,7 @@ REDBIKE_CONFIG (redbike's way to Redis, password included; pass-redis-env = true
 [redbike] keeps them), plus REDBIKE_JOBID, REDBIKE_QUEUE, REDBIKE_PREFIX, \
 REDBIKE_SCHEDULE, REDBIKE_BACKOFF_FILE, REDBIKE_FENCING_TOKEN (larger for every \
 later run; see holds-lease), REDBIKE_DUE (the instant the occurrence the run serves \
-was due, unix seconds, also for late, caught-up and retried runs) and REDBIKE_ATTEMPT \
+was due, unix seconds, also for late, caught-up, backfilled and retried runs) and REDBIKE_ATTEMPT \
 (1, or more for a retry of a failed run: [redbike.retries.Q] in the config). Its \
 output lines go to the log prefixed with [JOBID].
 
@@ -277,7 +277,9 @@ timefile). The timefile holds the time of the last completed pass; the first pas
 queue whose config table [redbike.catch-up.Q] says policy = \"skip\" has its late runs \
 skipped instead: a job of it due more than grace seconds ago (default 60, 5..=86400) \
 is not queued but put at its next occurrence after now (a one-off leaves the \
-timeline), with status SKP, last_failure SKP and a log line. control HALT stops it \
+timeline), with status SKP, last_failure SKP and a log line. Under policy = \"all\" \
+such a job runs for each occurrence it missed, oldest first, one at a time, each with \
+its own REDBIKE_DUE, up to the table's max runs (default 10; see redbike-backfill(1)). control HALT stops it \
 within a second (a HALT the Python original writes, within 10 s); a stop \
 signal after the current pass; a second signal at once. Redis outages are ridden out \
 with capped backoff, one log line when a failure begins, changes or ends, and a \
@@ -330,7 +332,8 @@ from per-minute counts), failures of the last minute, and the lateness of the la
 minute's runs, p50 and p99 of start minus due among the last 1000 runs (HMGET, LRANGE; \
 see redbike-history(1)); and, when a dispatcher or worker found the prefix's schedules \
 and its own registration gone at once, the note it left in PREFIX-schedules-lost (GET; \
-Redis came back empty?). These are cheap: a few round trips whatever the size of the \
+Redis came back empty?); jobs with runs of a backfill or catch-up to come (HLEN of \
+PREFIX-backlogs; see redbike-backfill(1)). These are cheap: a few round trips whatever the size of the \
 data.
 
 Alive: registered dispatchers and workers, and workers per queue (each queue reported, \
@@ -543,6 +546,29 @@ Exit codes: 0 the worker was asked to stop the run; 1 nothing was written: the j
 not running, the prefix is halted (control HALT: its workers stop their runs anyway), \
 or a Python worker runs it; 2 bad job id or unknown job (nothing written). See \
 docs/control.md.";
+
+/// `redbike backfill`.
+pub const BACKFILL: &str = "\
+Every run of the job's schedule (a rule or a cron line, with the job's jitter offset) \
+from --from to --to, both included, runs once, oldest first, one at a time, each with \
+its own due instant as REDBIKE_DUE (and in its history entry). The instants go into \
+the job's backlog (PREFIX-backlog-JOBID, with the job in PREFIX-backlogs): when the job \
+is neither running nor queued, the first run is queued now (the job leaves the \
+timeline); else they begin when the current run ends. After each run a redbike worker \
+queues the job again for the next instant; after the last, the job goes back per its \
+schedule, at the earliest of its next run and the one the backlog put off. A retry, a \
+rerun (run) and a pause go first; a run cut short by its worker (stopping, vanished, \
+fenced) leaves the backlog to go on after the job's next run; unset drops it, and \
+so does a run that ends under a STOP schedule. tell shows the backlog (backlog: runs_left, next_due). A Python worker ignores \
+it: the backlog goes on after the job's next run by a redbike worker. --cancel drops \
+what is left of the backlog (a run of it queued or running still runs, then the job \
+goes back per its schedule).
+
+Refused, with one line, exit 2 and nothing written: --from after --to, --to in the \
+future, a range with no run or with more than --max runs (default 100; --max takes up \
+to 100000), an unknown job, a schedule that is not a rule or cron line (NOW, AT, \
+CONTINUE, STOP), a paused job, a halted prefix (control HALT), a job with a backlog \
+already. See docs/schedules.md.";
 
 /// `redbike pause`: jobs and queues.
 pub const PAUSE: &str = "\

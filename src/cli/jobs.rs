@@ -1,4 +1,4 @@
-//! The commands about jobs: `set`, `unset`, `run`, `pause`, `resume`, `tell`,
+//! The commands about jobs: `set`, `unset`, `run`, `backfill`, `pause`, `resume`, `tell`,
 //! `holds-lease`, `history`, `next` and `load`. Each parses its arguments, calls the
 //! layer below and prints what it returns.
 
@@ -7,6 +7,7 @@ use crate::{
     dispatch::timefile,
     error::{Error, ExitCode, Result},
     jitter, jobid,
+    operator::backfill,
     operator::control,
     operator::loader,
     redis::hazards::{self, Probe},
@@ -105,6 +106,49 @@ pub(super) fn cmd_kill(config: &Config, id: &str) -> Result<ExitCode> {
         ),
     }
     Ok(ExitCode::Failure)
+}
+
+pub(super) fn cmd_backfill(
+    config: &Config,
+    id: &str,
+    from: &str,
+    to: &str,
+    max: u64,
+) -> Result<ExitCode> {
+    let parse = |flag, text| parse_ts(flag, Some(text), config).map(Option::unwrap_or_default);
+    let range = backfill::Range {
+        from: parse("--from", from)?,
+        to: parse("--to", to)?,
+        max,
+    };
+    let done = backfill::backfill(config, id, &range, timestamp::now())?;
+    let shown = crate::terminal::id(id);
+    let (first, last) = match (done.runs.first(), done.runs.last()) {
+        (Some(f), Some(l)) => (timestamp::iso_utc(*f), timestamp::iso_utc(*l)),
+        // backfill refuses a range with no run.
+        _ => return Err(Error::Input(format!("{shown}: no run to backfill"))),
+    };
+    let when = if done.started {
+        "the first is queued now"
+    } else {
+        "they begin when its current run ends"
+    };
+    print_line(&format!(
+        "{shown}: {} run(s) to backfill, due {first} to {last}, one at a time; {when}",
+        done.runs.len()
+    ))?;
+    Ok(ExitCode::Success)
+}
+
+pub(super) fn cmd_cancel_backfill(config: &Config, id: &str) -> Result<ExitCode> {
+    let shown = crate::terminal::id(id);
+    print_line(&match backfill::cancel(config, id)? {
+        Some(n) => format!(
+            "{shown}: backfill cancelled, {n} run(s) dropped; a run of it queued or running still runs"
+        ),
+        None => format!("{shown}: no backfill to cancel; nothing changed"),
+    })?;
+    Ok(ExitCode::Success)
 }
 
 pub(super) fn cmd_pause(

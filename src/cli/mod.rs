@@ -161,6 +161,17 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         Command::Tell { jobid } => jobs::cmd_tell(&config, &jobid),
         Command::Run { jobid } => jobs::cmd_run(&config, &jobid),
         Command::Kill { jobid } => jobs::cmd_kill(&config, &jobid),
+        Command::Backfill {
+            jobid,
+            from,
+            to,
+            max,
+            cancel,
+        } => match (cancel, from, to) {
+            (false, Some(from), Some(to)) => jobs::cmd_backfill(&config, &jobid, &from, &to, max),
+            // clap requires --from and --to unless --cancel, which conflicts with them.
+            _ => jobs::cmd_cancel_backfill(&config, &jobid),
+        },
         Command::Pause { jobid, queue, note } => {
             jobs::cmd_pause(&config, jobid.as_deref(), queue.as_deref(), note.as_deref())
         }

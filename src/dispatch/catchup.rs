@@ -9,11 +9,20 @@
 //! way its status and last failure become `SKP` and a log line says so. A CONTINUE job
 //! waiting out a backoff, and a job whose schedule is missing or unparsable, are left
 //! to the dispatcher as usual.
+//!
+//! Under `"all"` a late recurring job runs for each occurrence it missed: it is queued
+//! for the late one, and the occurrences after it up to now go into its backlog (see
+//! [`crate::backfill`]), `max` runs in all; the later ones are dropped, and the log line
+//! gives the `redbike backfill` command that runs them. A job running, queued, paused or
+//! with a backlog already, and one that missed no further occurrence, runs once, as
+//! under `once`.
 
 use crate::{
-    config::{CatchUpPolicy, Config},
+    backfill,
+    config::{CatchUp, CatchUpPolicy, Config},
     history, jitter,
     redis::keys::queue_of,
+    redis::scripts::backlog::{backfill as backfill_script, Backlog, BacklogReply},
     redis::scripts::skip::{skip as skip_script, Skip, SkipReply},
     redis::store::Store,
     schedule::timestamp,
@@ -23,14 +32,19 @@ use crate::{
 /// Late jobs read per round trip.
 const PAGE: isize = 1000;
 
-/// Skips the late occurrences of the jobs of `skip` queues, as of `now`; returns how
-/// many were skipped. Costs nothing when no queue skips, and one empty range read per
-/// pass while no job is late.
-pub fn skip_late(store: &mut Store<'_>, config: &Config, now: i64) -> redis::RedisResult<usize> {
+/// Skips the late occurrences of the jobs of `skip` queues, and catches up those of
+/// `all` queues, as of `now`; returns how many jobs were handled. Costs nothing when no
+/// queue skips or catches up all, and one empty range read per pass while no job is
+/// late.
+pub fn catch_up_late(
+    store: &mut Store<'_>,
+    config: &Config,
+    now: i64,
+) -> redis::RedisResult<usize> {
     let policies = &config.catch_up;
     let Some(least_grace) = policies
         .values()
-        .filter(|c| c.policy == CatchUpPolicy::Skip)
+        .filter(|c| c.policy != CatchUpPolicy::Once)
         .map(|c| c.grace)
         .min()
     else {
@@ -43,8 +57,8 @@ pub fn skip_late(store: &mut Store<'_>, config: &Config, now: i64) -> redis::Red
     let mut offset = 0;
     loop {
         // Jobs of `once` queues stay in the range (the pass that follows moves them),
-        // so the pages go by offset; a skipped job leaves it, so the offset counts
-        // only the jobs left.
+        // so the pages go by offset; a job skipped or caught up leaves it, so the
+        // offset counts only the jobs left.
         let page: Vec<(Vec<u8>, String)> = redis::cmd("ZRANGEBYSCORE")
             .arg(&store.keys.timeline)
             .arg("-inf")
@@ -61,12 +75,20 @@ pub fn skip_late(store: &mut Store<'_>, config: &Config, now: i64) -> redis::Red
                 .zip(score.parse::<f64>().ok())
                 .and_then(|(jobid, due)| {
                     let c = policies.get(queue_of(jobid))?;
-                    let ok = c.policy == CatchUpPolicy::Skip && (now as f64 - due) > c.grace as f64;
-                    ok.then_some((jobid, due))
+                    let ok = c.policy != CatchUpPolicy::Once && (now as f64 - due) > c.grace as f64;
+                    ok.then_some((jobid, due, c))
                 });
-            match late {
-                Some((jobid, due)) if skip(store, config, jobid, score, due, now)? => skipped += 1,
-                _ => left += 1,
+            let handled = match late {
+                Some((jobid, due, c)) if c.policy == CatchUpPolicy::Skip => {
+                    skip(store, config, jobid, score, due, now)?
+                }
+                Some((jobid, due, c)) => all(store, config, c, jobid, score, due, now)?,
+                None => false,
+            };
+            if handled {
+                skipped += 1;
+            } else {
+                left += 1;
             }
         }
         if page.len() < PAGE as usize {
@@ -142,4 +164,105 @@ fn skip(
         ),
     }
     Ok(true)
+}
+
+/// `word` as one word of a shell command line: as it is when plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:/@%+=,".contains(c));
+    match plain {
+        true => word.to_string(),
+        false => format!("'{}'", word.replace('\'', "'\\''")),
+    }
+}
+
+/// Catches up one late job of an `all` queue; whether it was (not when its schedule is
+/// not recurring, it missed no further occurrence, or it is running, queued, paused,
+/// has a backlog or changed since it was read: the pass queues it once).
+fn all(
+    store: &mut Store<'_>,
+    config: &Config,
+    policy: &CatchUp,
+    jobid: &str,
+    score: &str,
+    due: f64,
+    now: i64,
+) -> redis::RedisResult<bool> {
+    let stored: Option<Vec<u8>> = redis::cmd("HGET")
+        .arg(&store.keys.schedules)
+        .arg(jobid)
+        .query(store.con)?;
+    let Some(schedule) = stored
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|text| Some((Schedule::parse(&text).ok()?, text)))
+        .filter(|(s, _)| s.is_recurring())
+    else {
+        return Ok(false);
+    };
+    let (schedule, text) = schedule;
+    let offset = jitter::offset_in(&config.jitter, jobid);
+    // `max` is at most limits::CATCH_UP_MAX, which fits a usize.
+    let missed = backfill::missed(
+        &schedule,
+        due as i64,
+        now,
+        config.timezone,
+        offset,
+        policy.max as usize,
+    );
+    let Ok(Some(missed)) = missed else {
+        return Ok(false);
+    };
+    let b = Backlog {
+        jobid,
+        schedule: &text,
+        now,
+        late_at: Some(score),
+        instants: &missed.runs,
+    };
+    let reply = match backfill_script(store.con, store.keys, &b) {
+        Ok(reply) => reply,
+        // A key of another type (`check` names it): the pass queues the job once.
+        Err(e) if !(e.is_io_error() || e.is_connection_dropped() || e.is_timeout()) => {
+            crate::log_warn!("job {jobid}: cannot catch up its missed runs ({e}); it runs once");
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    if !matches!(reply, BacklogReply::Started(_)) {
+        return Ok(false);
+    }
+    let (first, last) = (missed.runs[0], missed.runs[missed.runs.len() - 1]);
+    let dropped = match missed.beyond {
+        Some(from) => format!(
+            "; the runs due from {} on are dropped (max {}): `redbike backfill {} --from {from} --to {now}` runs them",
+            timestamp::iso_utc(from),
+            policy.max,
+            shell_word(jobid)
+        ),
+        None => String::new(),
+    };
+    crate::log_info!(
+        "job {jobid}: catching up {} missed run(s) due {} to {} ({}s late; queue {} catches up with all), one at a time{dropped}",
+        missed.runs.len(),
+        timestamp::iso_utc(first),
+        timestamp::iso_utc(last),
+        now - first,
+        queue_of(jobid)
+    );
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn job_ids_in_a_command_line_are_one_word() {
+        assert_eq!(shell_word("etl:imports"), "etl:imports");
+        assert_eq!(shell_word("a b:Q"), "'a b:Q'");
+        assert_eq!(shell_word("it's:Q"), "'it'\\''s:Q'");
+    }
 }

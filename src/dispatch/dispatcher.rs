@@ -132,11 +132,11 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
             registration.look_at_prefix(store.con);
         }
         let expected = ahead.begin_pass();
-        // Late jobs of `skip` queues go to their next occurrence before the pass could
-        // queue them; lateness is measured from the clock, not from the pass's point
+        // Late jobs of `skip` queues go to their next occurrence, and those of `all`
+        // queues into their queue with a backlog, before the pass could queue them; lateness is measured from the clock, not from the pass's point
         // (after an outage that is the timefile's instant).
         let result = looked
-            .and_then(|()| catchup::skip_late(&mut store, config, ahead.clock.second()))
+            .and_then(|()| catchup::catch_up_late(&mut store, config, ahead.clock.second()))
             .and_then(|_| {
                 let beat = registration.due().then(|| registration.beat_for_script());
                 pass_with(&mut store, point, beat)

@@ -244,11 +244,13 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.rerun.clone(), "hash"),
             (k.attempts.clone(), "hash"),
             (k.kill.clone(), "hash"),
+            (k.backlogs.clone(), "hash"),
             (k.python_seen.clone(), "string"),
             (k.schedules_lost.clone(), "string"),
         ];
         let head = format!("{}-work-", k.prefix);
         let history = k.history("");
+        let backlog = k.backlog("");
         let pattern = format!("{}-*", glob_escape(&k.prefix));
         let mut scan = Scan::new("SCAN", None, &["MATCH", &pattern]);
         while let Some(keys) = scan.next_page::<String>(self.store.con)? {
@@ -276,8 +278,9 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 }
                 continue;
             }
-            if key.starts_with(&history) {
-                // A job's run history (its entries cost the job nothing when odd).
+            if key.starts_with(&history) || key.starts_with(&backlog) {
+                // A job's run history (its entries cost the job nothing when odd), or
+                // its backlog (an odd one ends the backlog, never the job's runs).
                 if ty != "list" {
                     findings.push((
                         "odd-key",

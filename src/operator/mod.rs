@@ -1,7 +1,8 @@
 //! Operator commands that read or repair a prefix: `check`, `stats`, `statuses`, `history`,
 //! `schedules` (backup), `load` (loader, with its CSV reading and writing in csvio),
-//! `ping`, `ps`, and `run`/`pause`/`resume` (control).
+//! `ping`, `ps`, and `run`/`pause`/`resume` (control), `backfill`.
 
+pub mod backfill;
 pub(crate) mod backup;
 pub(crate) mod check;
 pub mod control;

@@ -25,6 +25,8 @@
 //! | `P-rerun` | hash | job id -> Redis-clock seconds when `run` was asked while it ran (new here) |
 //! | `P-attempts` | hash | job id -> `ATTEMPT:DUE:AT`: its next run retries the occurrence due at DUE, placed at AT (new here, see [`crate::retries`]) |
 //! | `P-kill` | hash | job id -> the lease tag of the run `redbike kill` asked to stop, until that run's outcome is written (new here) |
+//! | `P-backlogs` | hash | job id -> the timeline instant its schedule goes back to after its backlog (0: none yet), for each job with a backlog (new here, see [`crate::backfill`]) |
+//! | `P-backlog-JOBID` | list | the due instants still to run of a job's backfill or catch-up, oldest first (new here) |
 //! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
 //! | `P-python-seen` | string, expiring | evidence that a Python process shares the prefix: idle processes look for work every second while it exists (new here, see `crate::redis::peers`) |
 //! | `P-schedules-lost` | string, expiring | what a process saw when the prefix lost its schedules and its registration at once: Redis came back empty? (new here, see `crate::redis::registry`) |
@@ -80,6 +82,8 @@ pub struct Keys {
     pub attempts: String,
     /// `P-kill`: runs `redbike kill` asked to stop, job id -> lease tag of the run.
     pub kill: String,
+    /// `P-backlogs`: the jobs with a backlog (see [`crate::backfill`]).
+    pub backlogs: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
     /// `P-python-seen`: evidence of a Python peer, expiring (see
@@ -153,6 +157,7 @@ impl Keys {
             rerun: format!("{prefix}-rerun"),
             attempts: format!("{prefix}-attempts"),
             kill: format!("{prefix}-kill"),
+            backlogs: format!("{prefix}-backlogs"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),
@@ -184,6 +189,12 @@ impl Keys {
     /// `P-history-JOBID`, the run history of a job.
     pub fn history(&self, jobid: &str) -> String {
         format!("{}-history-{jobid}", self.prefix)
+    }
+
+    /// `P-backlog-JOBID`, the due instants a job still has to run (see
+    /// [`crate::backfill`]).
+    pub fn backlog(&self, jobid: &str) -> String {
+        format!("{}-backlog-{jobid}", self.prefix)
     }
 
     /// The channel that wakes workers of queue `queue`.

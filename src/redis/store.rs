@@ -388,6 +388,8 @@ impl Store<'_> {
             .key(&self.keys.paused)
             .key(&self.keys.rerun)
             .key(&self.keys.attempts)
+            .key(&self.keys.backlogs)
+            .key(self.keys.backlog(jobid))
             .arg(jobid)
             .invoke(self.con)?;
         Ok(found == 1)

@@ -38,6 +38,20 @@ pub struct JobInfo {
     pub run_asked: bool,
     /// The retry its next run is, after a failed run (see [`crate::retries`]).
     pub retry: Option<PendingRetry>,
+    /// The runs of past occurrences it still has to run (`backfill`, catch-up `all`;
+    /// see [`crate::backfill`]), when it has any.
+    pub backlog: Option<BacklogInfo>,
+}
+
+/// A job's backlog: the due instants still to run, one run each (`P-backlog-JOBID`).
+#[derive(Debug, Clone, Serialize)]
+pub struct BacklogInfo {
+    /// Runs still to come (not counting one queued or running now).
+    pub runs_left: u64,
+    /// The due instant of the next, unix seconds.
+    pub next_due: Option<i64>,
+    /// The same as ISO 8601 UTC.
+    pub next_due_utc: Option<String>,
 }
 
 /// A retry a job waits for: its next run is attempt `attempt` of the occurrence due at
@@ -66,6 +80,8 @@ impl Store<'_> {
             Option<String>,
             bool,
             Option<String>,
+            u64,
+            Option<String>,
             Vec<Vec<u8>>,
         );
         let mut pipe = redis::pipe();
@@ -77,11 +93,31 @@ impl Store<'_> {
             .hget(&self.keys.failures, jobid)
             .hget(&self.keys.paused, jobid)
             .hexists(&self.keys.rerun, jobid)
-            .hget(&self.keys.attempts, jobid);
+            .hget(&self.keys.attempts, jobid)
+            .llen(self.keys.backlog(jobid))
+            .lindex(self.keys.backlog(jobid), 0);
         history::add_job_reads(&mut pipe, self.keys, jobid);
         let unfiled = history::unfiled_of(self, jobid)?;
-        let (status, schedule, score, pttl, queued, last_failure, paused, run_asked, retry, runs): Reply =
-            pipe.query(self.con)?;
+        let (
+            status,
+            schedule,
+            score,
+            pttl,
+            queued,
+            last_failure,
+            paused,
+            run_asked,
+            retry,
+            backlog_len,
+            backlog_next,
+            runs,
+        ): Reply = pipe.query(self.con)?;
+        let next_due = backlog_next.and_then(|t| t.parse::<i64>().ok());
+        let backlog = (backlog_len > 0).then(|| BacklogInfo {
+            runs_left: backlog_len,
+            next_due,
+            next_due_utc: next_due.map(iso_utc),
+        });
         let retry = retry
             .as_deref()
             .and_then(crate::retries::parse_field)
@@ -106,6 +142,7 @@ impl Store<'_> {
             paused: paused.map(|raw| Pause::parse(&raw)),
             run_asked,
             retry,
+            backlog,
         })
     }
 }

@@ -608,7 +608,7 @@ fn cases() -> Vec<Case> {
         config(
             "catch-up policy unknown",
             "[redbike.catch-up.A]\npolicy = \"later\"\n",
-            "key `policy`: unknown variant `later`, expected `once` or `skip`",
+            "key `policy`: unknown variant `later`, expected one of `once`, `skip`, `all`",
         ),
         config(
             "catch-up grace too long",

@@ -622,10 +622,12 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "t-unfiled-runs",
         "t-attempts",
         "t-kill",
+        "t-backlogs",
         "t-work-A",
         "t-work-A-members",
         "t-work-A-j:A",
         "t-history-j:A",
+        "t-backlog-j:A",
     ] {
         inv.key(key);
     }

@@ -1,5 +1,6 @@
 //! Integration tests: the real `redbike` binary against private redis-servers.
 
+mod backfill;
 mod bad_input;
 mod catchup;
 mod check;

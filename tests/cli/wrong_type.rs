@@ -115,6 +115,8 @@ const UNFILED: (&str, &str) = ("t-unfiled-runs", "list");
 const KILL: (&str, &str) = ("t-kill", "hash");
 const ATTEMPTS: (&str, &str) = ("t-attempts", "hash");
 const SHARDS: (&str, &str) = ("t-shards", "string");
+const BACKLOGS: (&str, &str) = ("t-backlogs", "hash");
+const BACKLOG: (&str, &str) = ("t-backlog-j:A", "list");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -237,14 +239,16 @@ fn calls() -> Vec<Call> {
                 PAUSED.0,
                 RERUN.0,
                 ATTEMPTS.0,
+                BACKLOGS.0,
+                BACKLOG.0,
             ],
-            tolerant: vec![HISTORY, DUE],
+            tolerant: vec![HISTORY, DUE, BACKLOG],
             ..call(
                 "unset",
                 include_str!("../../src/redis/scripts/unset.lua"),
                 &[
                     SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, FAILURES, PAUSED, RERUN,
-                    ATTEMPTS,
+                    ATTEMPTS, BACKLOGS,
                 ],
                 &["j:A"],
             )
@@ -338,10 +342,12 @@ fn calls() -> Vec<Call> {
                 UNFILED.0,
                 ATTEMPTS.0,
                 KILL.0,
+                BACKLOGS.0,
                 QUEUE.0,
                 MEMBERS.0,
                 LEASE.0,
                 HISTORY.0,
+                BACKLOG.0,
             ],
             tolerant: vec![
                 HISTORY,
@@ -350,6 +356,8 @@ fn calls() -> Vec<Call> {
                 RUNS_PER_MINUTE,
                 UNFILED,
                 KILL,
+                BACKLOGS,
+                BACKLOG,
             ],
             ..call(
                 "finish",
@@ -379,6 +387,7 @@ fn calls() -> Vec<Call> {
                     "1000",
                     "1000",
                     "28333333",
+                    "0",
                 ],
             )
         },
@@ -399,8 +408,10 @@ fn calls() -> Vec<Call> {
                 PAUSED.0,
                 RERUN.0,
                 KILL.0,
+                BACKLOGS.0,
+                BACKLOG.0,
             ],
-            tolerant: [&ENTRY_KEYS[..], &[KILL]].concat(),
+            tolerant: [&ENTRY_KEYS[..], &[KILL, BACKLOGS, BACKLOG]].concat(),
             ..call(
                 "recover",
                 include_str!("../../src/redis/scripts/recover.lua"),
@@ -422,6 +433,18 @@ fn calls() -> Vec<Call> {
                 ],
             )
         },
+        call(
+            "backfill",
+            include_str!("../../src/redis/scripts/backfill.lua"),
+            &with(&[PAUSED, CONTROL, BACKLOGS, BACKLOG, DUE]),
+            &["j:A", "CONTINUE", "1700000000", "w", "", "1600000000"],
+        ),
+        call(
+            "cancel_backfill",
+            include_str!("../../src/redis/scripts/cancel_backfill.lua"),
+            &[BACKLOGS, BACKLOG],
+            &["j:A"],
+        ),
         call(
             "repair",
             include_str!("../../src/redis/scripts/repair.lua"),
@@ -567,6 +590,7 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
         ("place", 3, "1e400", "due time"),
         ("place_many", 5, "-1", "due time"),
         ("finish", 5, "99999999999999999", "due time"),
+        ("backfill", 5, "-1", "due instant"),
     ] {
         let mut c = Call {
             name: by(name).name,
@@ -574,6 +598,7 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
                 "claim" => include_str!("../../src/redis/scripts/claim.lua"),
                 "place" => include_str!("../../src/redis/scripts/place.lua"),
                 "place_many" => include_str!("../../src/redis/scripts/place_many.lua"),
+                "backfill" => include_str!("../../src/redis/scripts/backfill.lua"),
                 _ => include_str!("../../src/redis/scripts/finish.lua"),
             }),
             keys: by(name).keys.clone(),

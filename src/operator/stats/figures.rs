@@ -48,6 +48,9 @@ pub struct Stats {
     /// Jobs waiting to retry a failed run (HLEN of `P-attempts`; see
     /// [`crate::retries`]).
     pub retrying_jobs: u64,
+    /// Jobs with runs of past occurrences to come (HLEN of `P-backlogs`; `backfill`,
+    /// catch-up `all`, see [`crate::backfill`]).
+    pub backlog_jobs: u64,
     /// Paused queues, sorted by name (`redbike pause --queue`).
     pub paused_queues: Vec<PausedQueue>,
     /// History entries workers have not yet filed into their jobs' lists (LLEN of
@@ -191,6 +194,7 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
         r.recent_failures += t.recent_failures;
         all.paused_jobs += s.paused_jobs;
         all.retrying_jobs += s.retrying_jobs;
+        all.backlog_jobs += s.backlog_jobs;
         all.schedules_lost = all.schedules_lost.or(s.schedules_lost);
         all.history_unfiled += s.history_unfiled;
         if s.python_seen.as_ref().map(|p| p.expires_in_seconds)

@@ -160,6 +160,11 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             s.retrying_jobs as i64,
         ),
         one(
+            "redbike_backlog_jobs",
+            "Jobs with runs of past occurrences to come (backfill, catch-up all).",
+            s.backlog_jobs as i64,
+        ),
+        one(
             "redbike_history_unfiled",
             "Run history entries workers have not yet filed into their jobs' lists.",
             s.history_unfiled as i64,

@@ -137,6 +137,10 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         .arg(&k.attempts)
         .query(store.con)
         .unwrap_or(0);
+    let backlog_jobs: u64 = redis::cmd("HLEN")
+        .arg(&k.backlogs)
+        .query(store.con)
+        .unwrap_or(0);
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
@@ -177,6 +181,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         recent_runs: Default::default(),
         paused_jobs,
         retrying_jobs,
+        backlog_jobs,
         paused_queues,
         history_unfiled,
         python_seen: python_seen.map(|evidence| PythonSeen {

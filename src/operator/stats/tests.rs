@@ -59,6 +59,7 @@ fn sample() -> Stats {
         },
         paused_jobs: 2,
         retrying_jobs: 3,
+        backlog_jobs: 4,
         paused_queues: vec![PausedQueue {
             queue: "B".into(),
             since: 50,
@@ -170,6 +171,11 @@ fn paused_queues_in_every_format() {
     );
     assert!(render(&s, Format::Text)
         .contains("queue       A: 2 waiting, the oldest for 5s, limit 3 (1 leased)\n"));
+    assert_eq!(json["backlog_jobs"], 4);
+    assert!(
+        prom.contains("redbike_backlog_jobs{prefix=\"p\\\"x\"} 4\n"),
+        "{prom}"
+    );
     assert!(
         prom.contains("redbike_retrying_jobs{prefix=\"p\\\"x\"} 3\n"),
         "{prom}"

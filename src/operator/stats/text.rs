@@ -90,6 +90,9 @@ pub(super) fn render(s: &Stats) -> String {
     if s.retrying_jobs > 0 {
         lines.push(format!("retrying    {} job(s)", s.retrying_jobs));
     }
+    if s.backlog_jobs > 0 {
+        lines.push(format!("backfilling {} job(s)", s.backlog_jobs));
+    }
     for q in &s.paused_queues {
         let since = match q.since {
             0 => String::new(),

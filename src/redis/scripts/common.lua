@@ -258,6 +258,15 @@ local function drop_history(key)
   end
 end
 
+-- Drops a job's backlog (crate::backfill): its list, never a key of another type under
+-- its name, and its field in `backlogs` (a hash: the caller checked its type).
+local function drop_backlog(backlogs, backlog, jobid)
+  if redis.call("TYPE", backlog)["ok"] == "list" then
+    redis.call("DEL", backlog)
+  end
+  redis.call("HDEL", backlogs, jobid)
+end
+
 local function record_entry(h, jobid, entry, limit, keep_runs, keep_failures, gone)
   if entry == "" then
     return

@@ -28,11 +28,18 @@
 -- except a run cut short by its worker (`=`: kept). A one-off run to retry ("oneoff"
 -- with a due time) goes on the timeline only if it was a one-off run (oneoff_action),
 -- else it stops: a `set JOB STOP` while it ran wins.
+-- A job with a backlog (crate::backfill: `backfill`, catch-up `all`) whose run ended
+-- (not a retry to come, not a run cut short by its worker, not paused nor asked to run
+-- again, not held) is queued again at once for the next instant of its backlog, with
+-- the due note INSTANT:NOW, instead of its placement; once the backlog is empty, it is
+-- placed per its schedule, at the earliest of that placement and the one the backlog
+-- put off (kept in `backlogs`), so no occurrence falls between. A STOP schedule (set,
+-- or asked for by the job) and an unset drop the backlog. Looked up only while
+-- `backlogs` is a hash (a key of another type: no backlog is run; `check` names it).
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
 --       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts,
---       kill; then per
---       job (KS each):
---       queue, members, lease, history
+--       kill, backlogs; then per job (KS each):
+--       queue, members, lease, history, backlog
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
 --       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
 --       schedule whose run did not end by itself, see oneoff_action), due, now,
@@ -52,7 +59,7 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 14, 4, 16
+local FIXED, KS, AS = 15, 5, 16
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
@@ -160,6 +167,32 @@ end
 -- Whether any job is paused, asked to run again, waiting to retry or to be killed:
 -- looked up per job only then.
 local any_paused, any_rerun, any_attempts, any_kill = false, false, false, false
+-- Whether `backlogs` is a hash: jobs' backlogs are looked up only then.
+local any_backlog = false
+
+-- The next instant of a job's backlog, or nil and the instant to place it at instead
+-- of `due` (nil: its placement stands) once the backlog is empty. `action`, `due`:
+-- the placement decided; `schedule`: the one in force after the run.
+local function backlog_next(k, jobid, action, due, schedule)
+  if schedule == "STOP" then
+    drop_backlog(k.backlogs, k.backlog, jobid)
+    return nil, nil
+  end
+  -- A list of another type (`check` names it) ends the backlog.
+  local instant = redis.pcall("LPOP", k.backlog)
+  local resume = tonumber(redis.call("HGET", k.backlogs, jobid)) or 0
+  if type(instant) == "string" then
+    if action == "timeline" and (resume == 0 or tonumber(due) < resume) then
+      redis.call("HSET", k.backlogs, jobid, due)
+    end
+    return instant, nil
+  end
+  redis.call("HDEL", k.backlogs, jobid)
+  if action == "timeline" and resume > 0 and resume < tonumber(due) then
+    return nil, resume
+  end
+  return nil, nil
+end
 
 -- Writes a job's field in `attempts` per `attempts` (see the header), once it is known
 -- whether the job is placed.
@@ -210,6 +243,9 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     redis.call("ZREM", k.timeline, jobid)
     dequeue(k.queue, k.members, jobid)
     note_attempts(k, jobid, "", false)
+    if any_backlog then
+      drop_backlog(k.backlogs, k.backlog, jobid)
+    end
     return {"unset"}
   end
   note_attempts(k, jobid, attempts, mode == "place" and action ~= "stop")
@@ -246,6 +282,25 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
       set_status(k.statuses, jobid, "PAU", now)
     end
     return {"paused"}
+  end
+  -- A run of the backlog next (a retry or a rerun goes first).
+  if any_backlog and not again and attempts == ""
+      and redis.call("HEXISTS", k.backlogs, jobid) == 1 then
+    local instant, resume = backlog_next(k, jobid, action, due,
+      store ~= "" and store or current)
+    if instant then
+      local result = place(k, jobid, "enqueue", 0, now, "", "")
+      if result ~= "enqueued" then
+        -- Queued already (by someone else meanwhile): that run goes first.
+        redis.call("LPUSH", k.backlog, instant)
+        return {result}
+      end
+      redis.pcall("HSET", k.due, jobid, instant .. ":" .. now)
+      wake(queue_wake, "1")
+      return {result}
+    elseif resume then
+      action, due = "timeline", string.format("%d", resume)
+    end
   end
   if action == "stop" then
     -- The schedule ends here; a run someone placed while this one ran is kept, and a
@@ -316,6 +371,7 @@ any_rerun = seen[KEYS[11]] == "hash"
 any_attempts = seen[KEYS[13]] == "hash"
 -- Another type under the name (check names it) costs no outcome: it is left alone.
 any_kill = redis.call("TYPE", KEYS[14])["ok"] == "hash"
+any_backlog = redis.call("TYPE", KEYS[15])["ok"] == "hash"
 
 -- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil
@@ -335,11 +391,11 @@ local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
            recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
            paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12], attempts = KEYS[13],
-           kill = KEYS[14]}
+           kill = KEYS[14], backlogs = KEYS[15]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
-  k.queue, k.members, k.lease, k.history = KEYS[ki + 1], KEYS[ki + 2], KEYS[ki + 3],
-    KEYS[ki + 4]
+  k.queue, k.members, k.lease, k.history, k.backlog = KEYS[ki + 1], KEYS[ki + 2],
+    KEYS[ki + 3], KEYS[ki + 4], KEYS[ki + 5]
   k.lease_gone = false
   local a = AS * i
   if odd[i + 1] then

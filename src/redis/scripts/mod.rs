@@ -8,6 +8,7 @@
 //! | claim, refresh, release, finish | `worker.rs` (`add_claim`, `add_refresh`, `add_release`, `add_finish`) |
 //! | recover | `recovery.rs` |
 //! | skip | `skip.rs` |
+//! | backfill, cancel_backfill | `backlog.rs` |
 //! | place, place_many, places, unset | `Store::place`, `Store::place_many`, `Store::places`, `Store::unset` (`redis/store.rs`) |
 //! | register | `Registration::register` (`redis/registry.rs`) |
 //! | dispatch | `dispatch::pass::pass_with` |
@@ -16,6 +17,7 @@
 //! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
 
+pub(crate) mod backlog;
 pub(crate) mod control;
 pub(crate) mod recovery;
 pub(crate) mod skip;
@@ -58,6 +60,10 @@ pub static UNSET: LazyLock<Script> = script!("unset.lua");
 pub static DISPATCH: LazyLock<Script> = script!("dispatch.lua");
 /// `dispatch`: skip a late occurrence of a job in a `skip` queue.
 pub static SKIP: LazyLock<Script> = script!("skip.lua");
+/// `backfill` and catch-up `all`: give a job a backlog of due instants to run.
+pub static BACKFILL: LazyLock<Script> = script!("backfill.lua");
+/// `backfill --cancel`: drop what is left of a job's backlog.
+pub static CANCEL_BACKFILL: LazyLock<Script> = script!("cancel_backfill.lua");
 /// `work`: claim (pop and lease) jobs along the queue cycle.
 pub static CLAIM: LazyLock<Script> = script!("claim.lua");
 /// `work`: confirm running jobs (push their recovery instants forward).

@@ -8,9 +8,11 @@
 -- in Rust (see record_entry).
 -- A paused job is never put back (its lost run counts as its last one; status PAU). A
 -- run asked while the lost run ran (`rerun`) is dropped with it, and so is a kill asked
--- of it (`kill`: the run is gone).
+-- of it (`kill`: the run is gone). A backlog (crate::backfill) is left as it is, to go
+-- on after the job's next run, unless the job was unset.
 -- KEYS: schedules, statuses, timeline, queue, members, lease, failures, leases,
---       history, recent runs, recent failures, due, paused, rerun, kill
+--       history, recent runs, recent failures, due, paused, rerun, kill, backlogs,
+--       backlog
 -- ARGV: jobid, how, expected schedule ("\0" = none), action (enqueue|timeline|stop|bad,
 --       or oneoff: a STOP schedule, see oneoff_action),
 --       due, now, schedule to store ("" = keep), queue wake channel, timeline wake
@@ -64,6 +66,9 @@ if not current then
   redis.call("HDEL", k.statuses, jobid)
   redis.call("HDEL", k.failures, jobid)
   redis.call("HDEL", KEYS[13], jobid)
+  if redis.call("TYPE", KEYS[16])["ok"] == "hash" then
+    drop_backlog(KEYS[16], KEYS[17], jobid)
+  end
   record_entry(h, jobid, entry, ARGV[11], ARGV[12], ARGV[13], true)
   return {"unset"}
 end

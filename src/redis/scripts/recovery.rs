@@ -120,7 +120,9 @@ pub(crate) fn recover(
         .key(&keys.due)
         .key(&keys.paused)
         .key(&keys.rerun)
-        .key(&keys.kill);
+        .key(&keys.kill)
+        .key(&keys.backlogs)
+        .key(keys.backlog(r.jobid));
     let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, r.decision.after));
     inv.arg(r.jobid)
         .arg(r.lost.wire())

@@ -3,13 +3,13 @@
 -- later set of the same id can queue it again. Its pause and a run asked go too.
 -- Its run history goes too (the list and its due field, never a key of another type
 -- under their names, so such a key never stops an unset; `redbike check` names it).
--- A retry it waited for goes too.
+-- A retry it waited for goes too, and its backlog (crate::backfill).
 -- KEYS: schedules, statuses, timeline, queue, members, failures, history, due, paused,
---       rerun, attempts
+--       rerun, attempts, backlogs, backlog
 -- ARGV: jobid
 local jobid = ARGV[1]
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset",
-  KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash", KEYS[11], "hash"})
+  KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash", KEYS[11], "hash", KEYS[12], "hash"})
 if bad then
   return bad
 end
@@ -30,5 +30,6 @@ else
   redis.call("SREM", KEYS[5], jobid)
 end
 drop_history(KEYS[7])
+drop_backlog(KEYS[12], KEYS[13], jobid)
 redis.pcall("HDEL", KEYS[8], jobid)
 return found

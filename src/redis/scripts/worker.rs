@@ -159,14 +159,16 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.rerun)
         .key(&keys.unfiled_runs)
         .key(&keys.attempts)
-        .key(&keys.kill);
+        .key(&keys.kill)
+        .key(&keys.backlogs);
     for f in runs {
         let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
         inv.key(keys.queue(q))
             .key(keys.members(q))
             .key(keys.lease(f.jobid))
-            .key(keys.history(f.jobid));
+            .key(keys.history(f.jobid))
+            .key(keys.backlog(f.jobid));
         inv.arg(f.jobid)
             .arg(f.tag)
             .arg(f.schedule.unwrap_or("\0"))
