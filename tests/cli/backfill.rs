@@ -43,14 +43,7 @@ struct Setup {
 impl Setup {
     fn new(config: &str) -> Setup {
         let s = RedisServer::start();
-        let d = workdir();
-        std::fs::write(path(&d, "rb.toml"), config).unwrap();
-        std::fs::write(path(&d, "job.sh"), JOB).unwrap();
-        std::fs::set_permissions(
-            path(&d, "job.sh"),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        let d = job_dir(config, JOB);
         Setup { s, d }
     }
 

@@ -566,6 +566,20 @@ pub fn wait_stderr(child: &Child, part: &str, secs: f64) -> bool {
     })
 }
 
+/// A work directory holding `rb.toml` with `config` and an executable `job.sh` with
+/// `job`, for tests that run a worker of their own script under a config of their own.
+pub fn job_dir(config: &str, job: &str) -> TempDir {
+    let d = workdir();
+    std::fs::write(path(&d, "rb.toml"), config).unwrap();
+    std::fs::write(path(&d, "job.sh"), job).unwrap();
+    std::fs::set_permissions(
+        path(&d, "job.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    d
+}
+
 /// A temporary working directory (so no `.redbike.conf` or timefile leaks in).
 pub fn workdir() -> TempDir {
     tempfile::tempdir().unwrap()

@@ -16,15 +16,7 @@ echo "$start $(date +%s.%N)" >> "$TEST_LOG"
 
 fn setup(config: &str) -> (RedisServer, tempfile::TempDir) {
     let s = RedisServer::start();
-    let d = workdir();
-    std::fs::write(path(&d, "rb.toml"), config).unwrap();
-    std::fs::write(path(&d, "job.sh"), JOB).unwrap();
-    std::fs::set_permissions(
-        path(&d, "job.sh"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    (s, d)
+    (s, job_dir(config, JOB))
 }
 
 fn runs(d: &tempfile::TempDir) -> Vec<(f64, f64)> {
