@@ -241,8 +241,16 @@ fn retry(
         Schedule::Now | Schedule::At(_) => None,
         recurring @ (Schedule::Rule(_) | Schedule::Cron(_)) => {
             let offset = jitter::offset_in(&p.jitter, jobid);
-            match jitter::placement(&recurring, now, p.timezone, offset) {
-                Ok(Placement::Timeline(next)) if next <= at => Some(Decision {
+            let next_after = |t| match jitter::placement(&recurring, t, p.timezone, offset) {
+                Ok(Placement::Timeline(next)) => Some(next),
+                _ => None,
+            };
+            // A run that is catching up (its occurrence's successor is past already: a
+            // backfill, a catch-up) is retried as such: the occurrences after it are
+            // the backlog's or the catch-up's, not this retry's to replace.
+            let behind = attempt.due.and_then(next_after).is_some_and(|n| n <= now);
+            match next_after(now) {
+                Some(next) if next <= at && !behind => Some(Decision {
                     after: AfterRun::Place(Action::Timeline(next)),
                     store: None,
                     failure: decision.failure,
@@ -506,11 +514,27 @@ mod tests {
         // The next occurrence comes before the retry: that run is attempt 1 of it.
         let t0 = 1_704_067_200; // 2024-01-01T00:00:00Z
         let minutely = Some("FREQ=MINUTELY;BYSECOND=0");
-        let d = decide("j:A", minutely, &failed, nth(1), t0 + 55, &s);
+        let on_time = Attempt {
+            number: 1,
+            due: Some(t0),
+        };
+        let d = decide("j:A", minutely, &failed, on_time, t0 + 55, &s);
         assert_eq!(
             (d.after, d.attempts),
             (AfterRun::Place(Action::Timeline(t0 + 60)), Attempts::Clear)
         );
+        // A run catching up (its occurrence's successor is past: a backfill) is
+        // retried at its instant, not merged into the next occurrence.
+        let behind = Attempt {
+            number: 1,
+            due: Some(t0 - 600),
+        };
+        let d = decide("j:A", minutely, &failed, behind, t0 + 55, &s);
+        let AfterRun::Place(Action::Timeline(at)) = d.after else {
+            panic!("{d:?}")
+        };
+        assert!((t0 + 62..=t0 + 65).contains(&at), "{d:?}");
+        assert!(matches!(d.attempts, Attempts::Retry(..)));
         // A one-off run (its schedule is STOP by then), CONTINUE; not other queues.
         let d = decide("j:A", Some("STOP"), &failed, nth(1), 100, &s);
         assert!(matches!(

@@ -98,6 +98,16 @@ pub fn catch_up_late(
     }
 }
 
+/// The stored schedule of `jobid`: `None` when missing, or not UTF-8 (not a schedule
+/// redbike can read: the worker marks it BAD).
+fn stored_schedule(store: &mut Store<'_>, jobid: &str) -> redis::RedisResult<Option<String>> {
+    let stored: Option<Vec<u8>> = redis::cmd("HGET")
+        .arg(&store.keys.schedules)
+        .arg(jobid)
+        .query(store.con)?;
+    Ok(stored.and_then(|b| String::from_utf8(b).ok()))
+}
+
 /// Skips one late job; whether it was skipped (not when its schedule does not skip, or
 /// the job changed since it was read).
 fn skip(
@@ -108,12 +118,7 @@ fn skip(
     due: f64,
     now: i64,
 ) -> redis::RedisResult<bool> {
-    let stored: Option<Vec<u8>> = redis::cmd("HGET")
-        .arg(&store.keys.schedules)
-        .arg(jobid)
-        .query(store.con)?;
-    // Missing, or not UTF-8 (not a schedule redbike can read: the worker marks it BAD).
-    let Some(text) = stored.and_then(|b| String::from_utf8(b).ok()) else {
+    let Some(text) = stored_schedule(store, jobid)? else {
         return Ok(false);
     };
     // Only a recurring schedule (its next occurrence) or a one-off (stored STOP) is
@@ -190,12 +195,7 @@ fn all(
     due: f64,
     now: i64,
 ) -> redis::RedisResult<bool> {
-    let stored: Option<Vec<u8>> = redis::cmd("HGET")
-        .arg(&store.keys.schedules)
-        .arg(jobid)
-        .query(store.con)?;
-    let Some(schedule) = stored
-        .and_then(|b| String::from_utf8(b).ok())
+    let Some(schedule) = stored_schedule(store, jobid)?
         .and_then(|text| Some((Schedule::parse(&text).ok()?, text)))
         .filter(|(s, _)| s.is_recurring())
     else {
