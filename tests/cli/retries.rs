@@ -287,3 +287,25 @@ fn bad_retry_tables_are_refused_before_anything_is_written() {
         assert_eq!(t.s.dbsize(), 0, "{table}");
     }
 }
+
+#[test]
+fn a_worker_off_the_fleets_clock_waits_the_backoff_on_redis_clock() {
+    // The retry instant comes from Redis's clock: a worker 30 s ahead would otherwise
+    // wait 33 s, one 30 s behind not at all.
+    for offset in ["+30s", "-30s"] {
+        let t = Setup::new(CONFIG);
+        t.bike().args(["set", "flaky-1:R", "NOW"]).ok();
+        let disp = t.bike().args(["dispatch"]).spawn();
+        let Some(skewed) = t.bike().skewed(offset) else {
+            return;
+        };
+        let work = skewed.args(["work", "R", "--", "./job.sh"]).spawn();
+        assert!(wait_until(40.0, || t.runs().len() >= 2), "{offset}");
+        let runs = t.runs();
+        assert_eq!(runs.iter().map(|r| r.attempt).collect::<Vec<_>>(), [1, 2]);
+        // The job's own clock is the worker's: the gap between its runs is not.
+        let gap = runs[1].start - runs[0].end;
+        assert!((1.9..10.0).contains(&gap), "{offset}: {gap}");
+        t.halt(work, disp);
+    }
+}
