@@ -32,11 +32,16 @@ for i = 1, n do
     return "moved"
   end
 end
+-- Whose jobs still have a schedule: one call for all of them.
+local ids = {}
+for i = 1, n do
+  ids[i] = ARGV[2 * i]
+end
+local scheduled = chunked("HMGET", schedules, ids) or {}
 local filed, dropped = 0, 0
 for i = 1, n do
   local jobid, entry, key = ARGV[2 * i], ARGV[2 * i + 1], KEYS[2 + i]
-  local len = jobid ~= "" and redis.call("HEXISTS", schedules, jobid) == 1
-    and redis.pcall("LPUSH", key, entry)
+  local len = jobid ~= "" and scheduled[i] and redis.pcall("LPUSH", key, entry)
   if type(len) == "number" then
     if len > limit then
       redis.call("LTRIM", key, 0, limit - 1)
