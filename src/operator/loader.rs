@@ -519,12 +519,7 @@ pub fn load_split(shards: &[Config], checked: &mut Checked<'_, '_>) -> Result<us
         hazards::after_writing(&mut store, &probe, before.as_ref(), total, |store| {
             let mut missing = 0;
             checked.routed(Some(k), &mut |_, batch| {
-                let ids: Vec<&str> = batch.iter().map(|i| i.jobid.as_str()).collect();
-                let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
-                    .arg(&store.keys.schedules)
-                    .arg(ids)
-                    .query(store.con)?;
-                missing += found.iter().filter(|s| s.is_none()).count();
+                missing += bulk::unscheduled(store, batch)?;
                 Ok(())
             })?;
             Ok(missing)

@@ -60,12 +60,7 @@ pub fn load_jobs(store: &mut Store<'_>, jobs: &mut impl Jobs, probe: &Probe) -> 
     hazards::after_writing(store, probe, before.as_ref(), total, |store| {
         let mut missing = 0;
         jobs.batches(&mut |batch| {
-            let ids: Vec<&str> = batch.iter().map(|i| i.jobid.as_str()).collect();
-            let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
-                .arg(&store.keys.schedules)
-                .arg(ids)
-                .query(store.con)?;
-            missing += found.iter().filter(|s| s.is_none()).count();
+            missing += unscheduled(store, batch)?;
             Ok(())
         })?;
         Ok(missing)
@@ -96,6 +91,17 @@ fn write(
         }
         store.place_many(batch, now, written)
     })
+}
+
+/// How many jobs of `batch` have no schedule in Redis (a write that evictions took
+/// back: see `hazards::after_writing`).
+pub fn unscheduled(store: &mut Store<'_>, batch: &[PlaceItem]) -> Result<usize> {
+    let ids: Vec<&str> = batch.iter().map(|i| i.jobid.as_str()).collect();
+    let found: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
+        .arg(&store.keys.schedules)
+        .arg(ids)
+        .query(store.con)?;
+    Ok(found.iter().filter(|s| s.is_none()).count())
 }
 
 /// The error of a write of `total` jobs that failed after `written` of them: the one

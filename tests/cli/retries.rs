@@ -295,10 +295,10 @@ fn a_worker_off_the_fleets_clock_waits_the_backoff_on_redis_clock() {
     for offset in ["+30s", "-30s"] {
         let t = Setup::new(CONFIG);
         t.bike().args(["set", "flaky-1:R", "NOW"]).ok();
-        let disp = t.bike().args(["dispatch"]).spawn();
         let Some(skewed) = t.bike().skewed(offset) else {
             return;
         };
+        let disp = t.bike().args(["dispatch"]).spawn();
         let work = skewed.args(["work", "R", "--", "./job.sh"]).spawn();
         assert!(wait_until(40.0, || t.runs().len() >= 2), "{offset}");
         let runs = t.runs();
