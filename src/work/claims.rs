@@ -8,11 +8,15 @@ use std::time::{Duration, Instant};
 use redis::{Pipeline, RedisError, RedisResult, Value};
 
 use crate::{
+    jobid::queue_of,
     redis::clock::RedisClock,
     redis::keys::Keys,
     redis::scripts::worker::{self as worker_scripts, Claim},
+    retries::Attempt,
     work::{
+        api::{Job, Settings},
         claim::{self, full_tag, worker_tag, Claimed, Cycle},
+        pool::Ready,
         replies::{odd_detail, queue},
     },
 };
@@ -322,5 +326,34 @@ impl Claims {
             });
         }
         claimed
+    }
+}
+
+/// A job a claim handed out, made ready for a slot: which attempt of which occurrence
+/// its run is (see [`crate::retries`]), and when it is fenced unless confirmed.
+pub(super) fn ready(c: Claimed, prefix: &str, timeout: Duration, settings: &Settings) -> Ready {
+    let attempt = Attempt::of_claim(
+        c.attempts.as_deref(),
+        c.due,
+        c.schedule.as_deref(),
+        settings.timezone,
+    );
+    let job = Job {
+        queue: queue_of(&c.id).to_string(),
+        id: c.id,
+        schedule: c.schedule,
+        prefix: prefix.to_string(),
+        slot: 0,
+        token: Some(c.token),
+        fence_at: Some(c.claimed + settings.fence_after),
+        due: attempt.due,
+        attempt: attempt.number,
+        claimed_at: c.claimed_at,
+    };
+    Ready {
+        job,
+        tag: c.tag,
+        timeout,
+        claimed: c.claimed,
     }
 }

@@ -18,18 +18,17 @@ use crate::{
     policy::Policy,
     redis::clock::RedisClock,
     redis::hazards::Watch,
-    redis::keys::{queue_of, Keys},
+    redis::keys::Keys,
     redis::link::Link,
     redis::peers::Peers,
     redis::registry::{self, Registration},
     redis::scripts,
-    retries::Attempt,
     schedule::timestamp,
     shutdown::Shutdown,
     work::{
-        api::{recover_after, Job, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
+        api::{recover_after, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
         claim::{self, Claimed, Cycle},
-        claims::Claims,
+        claims::{self, Claims},
         deadlines,
         events::{self, Event},
         filing::Filing,
@@ -779,30 +778,7 @@ impl Loop {
                 .get(c.queue_index)
                 .copied()
                 .unwrap_or(self.settings.default_timeout);
-            let attempt = Attempt::of_claim(
-                c.attempts.as_deref(),
-                c.due,
-                c.schedule.as_deref(),
-                self.settings.timezone,
-            );
-            let job = Job {
-                queue: queue_of(&c.id).to_string(),
-                id: c.id,
-                schedule: c.schedule,
-                prefix: self.keys.prefix.clone(),
-                slot: 0,
-                token: Some(c.token),
-                fence_at: Some(c.claimed + self.settings.fence_after),
-                due: attempt.due,
-                attempt: attempt.number,
-                claimed_at: c.claimed_at,
-            };
-            Ready {
-                job,
-                tag: c.tag,
-                timeout,
-                claimed: c.claimed,
-            }
+            claims::ready(c, &self.keys.prefix, timeout, &self.settings)
         });
         let (fresh, stale): (Vec<Ready>, Vec<Ready>) =
             ready.partition(|r| !self.stopping && r.claimed.elapsed() < HOLD_AT_MOST);
