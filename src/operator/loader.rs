@@ -11,7 +11,7 @@ use std::{
     fs::File,
     io::{self, Read, Seek, Write},
     path::Path,
-    time::SystemTime,
+    time::{Duration, Instant, SystemTime},
 };
 
 use chrono_tz::Tz;
@@ -27,7 +27,10 @@ use crate::{
     redis::bulk::{self, Jobs},
     redis::hazards::{self, Health, Probe},
     redis::keys::Keys,
-    redis::store::{acknowledged, connect, PlaceItem, Store, COMMAND_TIMEOUT, PLACE_BATCH},
+    redis::store::{
+        acknowledged, connect, PlaceItem, Store, COMMAND_TIMEOUT, FAILOVER_PATIENCE, PLACE_BATCH,
+    },
+    redis::topology::{must_reconnect, Access},
     schedule::{timestamp, Placement},
 };
 
@@ -433,6 +436,44 @@ impl Writer {
             keys: &self.keys,
         }
     }
+
+    /// Runs `f` on this shard's connection, and again on a new one while Redis answers
+    /// that it is between masters (a failover: CLUSTERDOWN, TRYAGAIN, READONLY, ...),
+    /// for up to the patience `with_store` has for a command of one shard. Every step
+    /// of a load can run again: placing a job twice places it once.
+    fn patiently<T>(
+        &mut self,
+        access: &Access,
+        mut f: impl FnMut(&mut Writer) -> Result<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + FAILOVER_PATIENCE;
+        loop {
+            match f(self) {
+                Err(Error::Redis(e)) if must_reconnect(&e) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(250));
+                    if let Ok(con) = connect(access, COMMAND_TIMEOUT) {
+                        self.con = con;
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+/// A connection to a shard, waiting out a failover (no master reachable for a few
+/// seconds) where the deployment has one, as `with_store` does.
+fn connect_patiently(access: &Access) -> Result<Connection> {
+    let deadline = Instant::now() + FAILOVER_PATIENCE;
+    let patient = access.topology.deployment != crate::redis::topology::Deployment::Standalone;
+    loop {
+        match connect(access, COMMAND_TIMEOUT) {
+            Err(Error::Unreachable { .. }) if patient && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Writes a file [`check_split`] found valid into a prefix split into `shards` (each
@@ -459,30 +500,36 @@ pub fn load_split(shards: &[Config], checked: &mut Checked<'_, '_>) -> Result<us
     }
     let mut writers = Vec::with_capacity(shards.len());
     for config in shards {
-        let mut con = connect(&config.redis, COMMAND_TIMEOUT)?;
         let probe = Probe::of(&config.redis);
-        // A shard that is full stops the load before its first write, for all of them.
-        let before = hazards::before_writing(&mut con, &probe, total)?;
-        writers.push(Writer {
-            con,
+        let mut writer = Writer {
+            con: connect_patiently(&config.redis)?,
             keys: Keys::new(&config.redis.prefix),
             probe,
-            before,
+            before: None,
             written: 0,
-        });
+        };
+        // A shard that is full stops the load before its first write, for all of them.
+        writer.before = writer.patiently(&config.redis, |w| {
+            hazards::before_writing(&mut w.con, &probe, total)
+        })?;
+        writers.push(writer);
     }
     match checked.ids.take() {
         Some(ids) => {
-            for (writer, ids) in writers.iter_mut().zip(ids) {
-                let mut store = writer.store();
-                let keys = store.place_keys(ids.iter().map(String::as_str));
-                store.check_types(&keys)?;
+            for ((writer, ids), config) in writers.iter_mut().zip(ids).zip(shards) {
+                writer.patiently(&config.redis, |w| {
+                    let mut store = w.store();
+                    let keys = store.place_keys(ids.iter().map(String::as_str));
+                    store.check_types(&keys)
+                })?;
             }
         }
         None => checked.routed(None, &mut |k, batch| {
-            let mut store = writers[k].store();
-            let keys = store.place_keys(batch.iter().map(|i| i.jobid.as_str()));
-            store.check_types(&keys)
+            writers[k].patiently(&shards[k].redis, |w| {
+                let mut store = w.store();
+                let keys = store.place_keys(batch.iter().map(|i| i.jobid.as_str()));
+                store.check_types(&keys)
+            })
         })?,
     }
     let now = timestamp::now();
@@ -503,8 +550,12 @@ pub fn load_split(shards: &[Config], checked: &mut Checked<'_, '_>) -> Result<us
                     });
                 }
             }
+            // A batch written again after a failover counts once.
             let mut here = 0;
-            let placed = writer.store().place_many(batch, now, &mut here);
+            let placed = writer.patiently(&shards[k].redis, |w| {
+                here = 0;
+                w.store().place_many(batch, now, &mut here)
+            });
             writer.written += here;
             written += here;
             placed

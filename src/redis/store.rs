@@ -201,7 +201,7 @@ impl Scan {
 }
 
 /// How long a one-shot command keeps trying while a failover is going on.
-const FAILOVER_PATIENCE: Duration = Duration::from_secs(15);
+pub(crate) const FAILOVER_PATIENCE: Duration = Duration::from_secs(15);
 
 /// Connects for a one-shot command and runs `f` with a [`Store`]. With `wait-replicas`,
 /// the writes count only once that many replicas acknowledge them. When the server
