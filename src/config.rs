@@ -106,6 +106,9 @@ pub struct Config {
     /// History entries a busy worker may leave unfiled before it files them on its own
     /// round trips (`history-backlog`, see [`crate::history`]).
     pub history_backlog: u64,
+    /// Entries kept in the event stream `P-events` (`events`; about that many: Redis
+    /// trims whole nodes; 0: no events are written, see docs/events.md).
+    pub events: u64,
     /// The shards the prefix is split into (`shards`, see [`crate::shard`]); 1 is the
     /// unsplit layout the Python original shares.
     pub shards: u32,
@@ -180,6 +183,7 @@ struct RedbikeTable {
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
     history_backlog: Option<u64>,
+    events: Option<u64>,
     shards: Option<u64>,
     python_peers: Option<PythonPeers>,
 }
@@ -430,6 +434,11 @@ impl Config {
             limits::HISTORY_BACKLOG,
             t.history_backlog.unwrap_or(crate::history::DEFAULT_BACKLOG),
         )?;
+        let events = in_range(
+            "redbike.events",
+            limits::EVENTS,
+            t.events.unwrap_or(limits::DEFAULT_EVENTS),
+        )?;
         if let Some(n) = file.redis.wait_replicas {
             in_range("redbike-redis.wait-replicas", limits::WAIT_REPLICAS, n)?;
         }
@@ -496,6 +505,7 @@ impl Config {
             overdue_after,
             history_limit,
             history_backlog,
+            events,
             shards,
             python_peers: t.python_peers.unwrap_or_default(),
             source,
@@ -550,6 +560,7 @@ fn numeric_key_range(key: &str) -> Option<limits::Range> {
         "fence-after" => limits::FENCE_AFTER,
         "history-limit" => limits::HISTORY_LIMIT,
         "history-backlog" => limits::HISTORY_BACKLOG,
+        "events" => limits::EVENTS,
         "failure-delay" => limits::FAILURE_DELAY,
         "heartbeat-ttl" => limits::HEARTBEAT_TTL,
         "overdue-after" => limits::OVERDUE_AFTER,

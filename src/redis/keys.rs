@@ -84,6 +84,9 @@ pub struct Keys {
     pub kill: String,
     /// `P-backlogs`: the jobs with a backlog (see [`crate::backfill`]).
     pub backlogs: String,
+    /// `P-events`: the event stream, a capped Redis stream of run outcomes, staleness
+    /// changes and operator actions (see docs/events.md).
+    pub events: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
     /// `P-python-seen`: evidence of a Python peer, expiring (see
@@ -158,6 +161,7 @@ impl Keys {
             attempts: format!("{prefix}-attempts"),
             kill: format!("{prefix}-kill"),
             backlogs: format!("{prefix}-backlogs"),
+            events: format!("{prefix}-events"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),

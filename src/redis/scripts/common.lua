@@ -287,6 +287,15 @@ local function record_entry(h, jobid, entry, limit, keep_runs, keep_failures, go
   end
 end
 
+-- Appends an entry (field-value pairs) to the prefix's event stream (docs/events.md),
+-- trimmed to about `cap` entries; `cap` "0": no stream is written. A pcall: a key of
+-- another type under its name (`check` names it) costs the event, never the outcome.
+local function emit(events, cap, ...)
+  if cap ~= "0" then
+    redis.pcall("XADD", events, "MAXLEN", "~", cap, "*", "v", "1", ...)
+  end
+end
+
 -- The schedule to store for a paused job that is not placed now, so that `resume`
 -- still makes the run its placement stood for: a STOP schedule (what NOW and AT leave
 -- behind) becomes NOW for a job that would be queued and AT:due for one due on the
