@@ -123,6 +123,27 @@ impl Outcome {
         )
     }
 
+    /// Whether it counts as a failure of the job in the event stream (`failed` = 1,
+    /// docs/events.md): DIE, TMO, KIL, FNC and BAD; not an interruption, recovery or
+    /// skip, which redbike did to the run.
+    pub fn is_job_failure(self) -> bool {
+        matches!(
+            self,
+            Outcome::Failed | Outcome::TimedOut | Outcome::Killed | Outcome::Fenced | Outcome::Bad
+        )
+    }
+
+    /// The entry's kind for finish.lua: `f` a failure of the job (see
+    /// [`Outcome::is_job_failure`]), `o` another failure (to the recent failures, not
+    /// counted as failed by events), empty otherwise.
+    pub fn kind(self) -> &'static str {
+        match (self.is_job_failure(), self.is_failure()) {
+            (true, _) => "f",
+            (false, true) => "o",
+            (false, false) => "",
+        }
+    }
+
     /// Whether it is a success (`tell`'s last success).
     pub fn is_success(self) -> bool {
         matches!(self, Outcome::Ok | Outcome::Backoff)

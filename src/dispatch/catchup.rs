@@ -132,7 +132,8 @@ fn skip(
             Ok(Ok(Placement::Stop)) => None,
             _ => return Ok(false),
         };
-    let entry = (config.history_limit > 0).then(|| {
+    // The entry goes to the history and to the skip's event.
+    let entry = (config.history_limit > 0 || config.events > 0).then(|| {
         let end = crate::schedule::timestamp::now_precise();
         let mut e = history::Entry::new(jobid, history::Outcome::Skipped, end, "dispatcher");
         e.due = Some(due as i64);
@@ -151,6 +152,7 @@ fn skip(
         now,
         entry,
         history_limit: config.history_limit,
+        events: config.events,
     };
     if skip_script(store.con, store.keys, &skip)? == SkipReply::Changed {
         return Ok(false);

@@ -136,6 +136,8 @@ pub struct Recovery {
     policy: Policy,
     /// History entries kept per job (`history-limit`; 0: recoveries write none).
     history_limit: u64,
+    /// Entries kept in the event stream (`events`; 0: recoveries write none).
+    events: u64,
     /// No recovery before this instant.
     quiet_until: Instant,
     /// Jobs seen out of circulation, with when they were first seen.
@@ -157,11 +159,12 @@ pub struct Recovery {
 
 impl Recovery {
     /// Recovery with the given settings; the first sweep call is due at once.
-    pub(crate) fn new(policy: Policy, history_limit: u64) -> Recovery {
+    pub(crate) fn new(policy: Policy, history_limit: u64, events: u64) -> Recovery {
         let pace = SweepPace::from_env();
         Recovery {
             policy,
             history_limit,
+            events,
             quiet_until: Instant::now(),
             suspects: HashMap::new(),
             cursor: 0,
@@ -225,7 +228,15 @@ impl Recovery {
         lost: Lost,
         now: i64,
     ) -> RedisResult<Option<bool>> {
-        match recover_job(store, id, lost, now, &self.policy, self.history_limit) {
+        match recover_job(
+            store,
+            id,
+            lost,
+            now,
+            &self.policy,
+            self.history_limit,
+            self.events,
+        ) {
             Err(e) if crate::error::is_wrong_type(&e) => {
                 if self.odd.insert(id.to_string()) {
                     crate::log_warn!(

@@ -531,7 +531,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if self.repair {
             for id in lost {
                 let now = crate::schedule::timestamp::now();
-                match recover_job(self.store, &id, Lost::Orphan, now, self.policy, 0) {
+                match recover_job(self.store, &id, Lost::Orphan, now, self.policy, 0, 0) {
                     Ok(true) => self.summary.repaired += 1,
                     Ok(false) => {}
                     // One of its keys is of another type (reported by check_keys).

@@ -193,6 +193,8 @@ pub struct Settings {
     /// History entries left unfiled before a busy worker files them
     /// (`history-backlog`, see `work/filing.rs`).
     pub history_backlog: u64,
+    /// Entries kept in the event stream (`events`; 0: none written, docs/events.md).
+    pub events: u64,
     /// The `-j` of the whole process, which it registers (see `redis/registry.rs`),
     /// when it runs a loop per shard each with a share of it; `None`: `concurrency`.
     pub process_concurrency: Option<usize>,
@@ -217,6 +219,7 @@ impl Settings {
             limits: config.limits.clone(),
             history_limit: config.history_limit,
             history_backlog: config.history_backlog,
+            events: config.events,
             process_concurrency: None,
         }
     }
@@ -253,6 +256,7 @@ mod tests {
             limits: BTreeMap::new(),
             history_limit: 20,
             history_backlog: 100,
+            events: 0,
             process_concurrency: None,
         }
     }

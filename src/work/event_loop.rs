@@ -531,6 +531,7 @@ impl Loop {
             policy: &self.policy,
             clock: &self.clock,
             history_limit: self.settings.history_limit,
+            events: self.settings.events,
             file_directly: self.filing.full(),
             lost_schedules: self.poll.registration.lost_schedules(),
             limits: &self.settings.limits,

@@ -151,7 +151,7 @@ pub fn plan(config: &Config, overrides: Overrides) -> Result<Vec<Loop>> {
             settings.grace,
         )?
         .with_output_limits(output_limits, queue_output_limits.clone())
-        .with_history(settings.history_limit > 0);
+        .with_history(settings.history_limit > 0 || settings.events > 0);
         loops.push(Loop {
             config: c,
             settings,

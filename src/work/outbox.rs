@@ -61,6 +61,8 @@ pub(super) struct Writing<'a> {
     pub clock: &'a RedisClock,
     /// Run history entries kept per job (0: none written).
     pub history_limit: u64,
+    /// Entries kept in the event stream (`events`; 0: none written).
+    pub events: u64,
     /// Whether entries go to their jobs' lists at once (see [`Filing::full`]).
     pub file_directly: bool,
     /// Whether the prefix lost its schedules (see [`registry::Registration`]).
@@ -181,7 +183,8 @@ impl Outbox {
 
     /// Adds one finish.lua call for every pending outcome to `pipe`.
     fn add_finish(&self, pipe: &mut Pipeline, w: &Writing, now: i64) {
-        let history = w.history_limit > 0;
+        // The entry goes to the history and to the run's event.
+        let entry = w.history_limit > 0 || w.events > 0;
         let runs = self.pending.iter().map(|f| {
             let schedule = f.job.schedule.as_deref();
             let at = Self::reference(w.clock, f);
@@ -190,7 +193,7 @@ impl Outbox {
                 due: f.job.due,
             };
             let decision = decide(&f.job.id, schedule, &f.end, attempt, at, w.policy);
-            let (entry, kind) = match history {
+            let (entry, kind) = match entry {
                 true => run_entry(f, &decision, w.lost_schedules),
                 false => (String::new(), ""),
             };
@@ -205,7 +208,15 @@ impl Outbox {
                 limited: w.limits.contains_key(&f.job.queue),
             }
         });
-        worker_scripts::add_finish(pipe, w.keys, runs, now, w.history_limit, w.file_directly);
+        worker_scripts::add_finish(
+            pipe,
+            w.keys,
+            runs,
+            now,
+            w.history_limit,
+            w.file_directly,
+            w.events,
+        );
     }
 
     /// Reads the replies of what `sent` wrote; returns the first error Redis answered
@@ -333,7 +344,7 @@ fn finish_results(
     }
 }
 
-/// The history entry of a run and its kind for finish.lua (`f` failure, else empty).
+/// The history entry of a run and its kind for finish.lua ([`crate::history::Outcome::kind`]).
 /// Made from the run alone (not the time of the write), so an outcome written again
 /// makes the same entry, which finish.lua then recognises. Borrowed from the run: a
 /// worker of short jobs makes many.
@@ -389,6 +400,5 @@ fn run_entry(f: &Ended, d: &crate::policy::Decision, lost: bool) -> (String, &'s
         tail: Cow::Borrowed(&f.details.tail),
         attempt: (retry || matches!(d.attempts, Attempts::Retry(..))).then_some(f.job.attempt),
     };
-    let kind = if outcome.is_failure() { "f" } else { "" };
-    (entry.to_json(), kind)
+    (entry.to_json(), outcome.kind())
 }

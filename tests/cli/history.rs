@@ -599,8 +599,9 @@ fn a_jobs_unfiled_entries_are_found_across_pages() {
     assert_eq!(ends, [2499.0, 1500.0, 1000.0, 999.0, 0.0]);
 }
 
-/// finish.lua with one outcome of `j:A` (lease tag `tag`) and its entry.
-fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
+/// finish.lua with one outcome of `j:A` (lease tag `tag`) and its entry, `limit`
+/// history entries kept per job.
+fn finish_once(s: &RedisServer, entry: &str, limit: &str) -> redis::Value {
     let script = redis::Script::new(&format!(
         "{}{}",
         include_str!("../../src/redis/scripts/common.lua"),
@@ -623,6 +624,7 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "t-attempts",
         "t-kill",
         "t-backlogs",
+        "t-events",
         "t-work-A",
         "t-work-A-members",
         "t-work-A-j:A",
@@ -648,11 +650,12 @@ fn finish_once(s: &RedisServer, entry: &str) -> redis::Value {
         "",
         "",
         "0",
-        "20",
+        limit,
         "1000",
         "1000",
         "28333333",
         "",
+        "10000",
     ] {
         inv.arg(arg);
     }
@@ -669,12 +672,39 @@ fn an_outcome_written_again_records_one_entry() {
     let entry = r#"{"j":"j:A","o":"ok","e":1700000000.0}"#;
     // The first write takes the lease; the second (its reply was lost) finds it gone.
     for _ in 0..2 {
-        finish_once(&s, entry);
+        finish_once(&s, entry, "20");
     }
     let unfiled: Vec<String> = con.lrange("t-unfiled-runs", 0, -1).unwrap();
     assert_eq!(unfiled, [entry]);
     let recent: usize = con.llen("t-recent-runs").unwrap();
     assert_eq!(recent, 1);
+    // And one event.
+    let events: usize = redis::cmd("XLEN").arg("t-events").query(&mut con).unwrap();
+    assert_eq!(events, 1);
+}
+
+#[test]
+fn an_outcome_written_again_without_history_writes_one_event_and_no_history() {
+    let s = RedisServer::start();
+    let mut con = s.con();
+    let _: () = con.hset("t-schedules", "j:A", "CONTINUE").unwrap();
+    let _: () = con.set("t-work-A-j:A", "tag").unwrap();
+    let _: () = con.zadd("t-leases", "j:A", 1).unwrap();
+    let entry = r#"{"j":"j:A","o":"ok","e":1700000000.0}"#;
+    for _ in 0..2 {
+        finish_once(&s, entry, "0");
+    }
+    let events: usize = redis::cmd("XLEN").arg("t-events").query(&mut con).unwrap();
+    assert_eq!(events, 1);
+    for key in [
+        "t-unfiled-runs",
+        "t-recent-runs",
+        "t-history-j:A",
+        "t-runs-per-minute",
+    ] {
+        let exists: bool = con.exists(key).unwrap();
+        assert!(!exists, "{key} written with history off");
+    }
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod control;
 mod deployments;
 mod dispatch;
 mod errors_and_credentials;
+mod events;
 mod faults;
 mod fencing;
 mod harness;

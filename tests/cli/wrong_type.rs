@@ -117,6 +117,7 @@ const ATTEMPTS: (&str, &str) = ("t-attempts", "hash");
 const SHARDS: (&str, &str) = ("t-shards", "string");
 const BACKLOGS: (&str, &str) = ("t-backlogs", "hash");
 const BACKLOG: (&str, &str) = ("t-backlog-j:A", "list");
+const EVENTS: (&str, &str) = ("t-events", "stream");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -343,6 +344,7 @@ fn calls() -> Vec<Call> {
                 ATTEMPTS.0,
                 KILL.0,
                 BACKLOGS.0,
+                EVENTS.0,
                 QUEUE.0,
                 MEMBERS.0,
                 LEASE.0,
@@ -358,6 +360,7 @@ fn calls() -> Vec<Call> {
                 KILL,
                 BACKLOGS,
                 BACKLOG,
+                EVENTS,
             ],
             ..call(
                 "finish",
@@ -388,6 +391,7 @@ fn calls() -> Vec<Call> {
                     "1000",
                     "28333333",
                     "0",
+                    "10000",
                 ],
             )
         },
@@ -410,8 +414,9 @@ fn calls() -> Vec<Call> {
                 KILL.0,
                 BACKLOGS.0,
                 BACKLOG.0,
+                EVENTS.0,
             ],
-            tolerant: [&ENTRY_KEYS[..], &[KILL, BACKLOGS, BACKLOG]].concat(),
+            tolerant: [&ENTRY_KEYS[..], &[KILL, BACKLOGS, BACKLOG, EVENTS]].concat(),
             ..call(
                 "recover",
                 include_str!("../../src/redis/scripts/recover.lua"),
@@ -430,6 +435,7 @@ fn calls() -> Vec<Call> {
                     "20",
                     "1000",
                     "1000",
+                    "10000",
                 ],
             )
         },

@@ -296,6 +296,20 @@ local function emit(events, cap, ...)
   end
 end
 
+-- A dispatcher's entry of a run (recover.lua, skip.lua): to the history as
+-- record_entry writes it, unless `limit` is "0" (history off), and to the event stream
+-- (`ev`: {key, cap}) as a run event, `failed` "1" or "0".
+local function record_run(h, jobid, entry, limit, keep_runs, keep_failures, gone, ev,
+                          failed)
+  if entry == "" then
+    return
+  end
+  if limit ~= "0" then
+    record_entry(h, jobid, entry, limit, keep_runs, keep_failures, gone)
+  end
+  emit(ev[1], ev[2], "type", "run", "job", jobid, "failed", failed, "entry", entry)
+end
+
 -- The schedule to store for a paused job that is not placed now, so that `resume`
 -- still makes the run its placement stood for: a STOP schedule (what NOW and AT leave
 -- behind) becomes NOW for a job that would be queued and AT:due for one due on the

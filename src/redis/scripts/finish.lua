@@ -17,7 +17,12 @@
 -- pcalls: a history key of another type (`redbike check` names it) costs its entries,
 -- never the outcome, and a failed write writes nothing. An outcome written again (its
 -- reply was lost: the lease is gone) records no second entry when its entry is
--- already unfiled or heads the job's list.
+-- already unfiled or heads the job's list. `history-limit = 0` (limit "0"): no history
+-- is written at all, whatever the entries.
+-- Events (docs/events.md): each outcome with an entry also goes to the event stream,
+-- in one XADD (emit), with `failed` "1" for an entry of kind "f"; an outcome written
+-- again writes no second event (the entry is recognised in the history as above, or,
+-- when history is off or cannot tell, among the stream's last entries).
 -- A paused job (`redbike pause`) is not placed after its run (status PAU unless the
 -- run failed). A `rerun` marker (`redbike run` while the job ran) queues the job once
 -- more instead, if this run started before the marker; an older marker (left by a
@@ -38,20 +43,21 @@
 -- `backlogs` is a hash (a key of another type: no backlog is run; `check` names it).
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
 --       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts,
---       kill, backlogs; then per job (KS each):
+--       kill, backlogs, events; then per job (KS each):
 --       queue, members, lease, history, backlog
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
 --       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
 --       schedule whose run did not end by itself, see oneoff_action), due, now,
 --       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
---       timeline wake channel, history entry ("" = none), its kind ("f" failure, ""
---       other), the run's start on Redis's clock (from claim.lua; "" = unknown),
+--       timeline wake channel, history entry ("" = none), its kind ("f" a failure of
+--       the job, "o" another failure, for the recent failures only, "" other), the run's start on Redis's clock (from claim.lua; "" = unknown),
 --       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write),
 --       whether its queue has a fleet-wide limit (flag: its end wakes the workers
 --       waiting for room in it while jobs wait there)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
 --       the minute of now (unix seconds / 60), whether to write entries to their
---       jobs' lists at once, else to the unfiled runs (flag: "1" or "0")
+--       jobs' lists at once, else to the unfiled runs (flag: "1" or "0"), events kept
+--       in the stream ("0": none written)
 -- Returns one reply per job, then the length of the unfiled runs (0 when this call
 -- wrote none): {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), {"stale"} when
@@ -59,12 +65,14 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 15, 5, 16
+local FIXED, KS, AS = 16, 5, 16
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
 local minute = ARGV[AS * jobs + 4]
 local direct = ARGV[AS * jobs + 5] == "1"
+local events_kept = ARGV[AS * jobs + 6]
+local history = limit ~= 0
 local batch = jobs >= BATCH_FROM
 -- In a batch, written at the end in one call each: leases to delete, jobs leaving the
 -- running index, schedules to store. Wake-ups are published once per channel.
@@ -105,11 +113,32 @@ local function try_chunked(command, key, list)
   return r
 end
 
--- Records a job's history entry (see the header); `unset`: the job is gone.
-local function record(k, jobid, entry, kind, unset, again)
-  if entry == "" then
-    return
+-- The entries of the stream's last events (made on first use, by `emitted`).
+local last_events = nil
+
+-- Whether `entry` is among the stream's last events: an outcome written again.
+-- Read once per call, and only for outcomes whose lease is gone (rare).
+local function emitted(entry)
+  if not last_events then
+    last_events = {}
+    local r = redis.pcall("XREVRANGE", KEYS[16], "+", "-", "COUNT", 1000)
+    if type(r) == "table" and not r.err then
+      for _, e in ipairs(r) do
+        local f = e[2]
+        for j = 1, #f - 1, 2 do
+          if f[j] == "entry" then
+            last_events[f[j + 1]] = true
+          end
+        end
+      end
+    end
   end
+  return last_events[entry] == true
+end
+
+-- Records a job's history entry; false when it was recorded already (an outcome
+-- written again).
+local function record_history(k, jobid, entry, kind, unset, again)
   if unset then
     drop_history(k.history)
     redis.pcall("HDEL", k.due, jobid)
@@ -117,7 +146,7 @@ local function record(k, jobid, entry, kind, unset, again)
     -- From the tail, where a resent entry was appended moments ago.
     if again and (type(redis.pcall("LPOS", k.unfiled, entry, "RANK", -1)) == "number"
         or redis.pcall("LINDEX", k.history, 0) == entry) then
-      return
+      return false
     end
     if direct then
       local n = redis.pcall("LPUSH", k.history, entry)
@@ -131,11 +160,29 @@ local function record(k, jobid, entry, kind, unset, again)
   end
   recent = recent or {}
   recent[#recent + 1] = entry
-  if kind == "f" then
+  if kind ~= "" then
     failed = failed or {}
     failed[#failed + 1] = entry
   end
   recorded = recorded + 1
+  return true
+end
+
+-- Records a job's history entry (see the header) and its event; `unset`: the job is
+-- gone.
+local function record(k, jobid, entry, kind, unset, again)
+  if entry == "" then
+    return
+  end
+  if history then
+    if not record_history(k, jobid, entry, kind, unset, again) then
+      return
+    end
+  end
+  if events_kept ~= "0" and not (again and emitted(entry)) then
+    emit(k.events, events_kept, "type", "run", "job", jobid, "failed",
+      kind == "f" and "1" or "0", "entry", entry)
+  end
 end
 
 -- Writes what `record` collected: the unfiled runs, the recent lists (trimmed) and the
@@ -362,6 +409,7 @@ bad = bad or bad_number(limit, 0, 1000000, "history limit")
   or bad_number(keep_runs, 1, 1000000, "recent runs kept")
   or bad_number(keep_failures, 1, 1000000, "recent failures kept")
   or bad_number(minute, 0, MAX_UNIX, "minute")
+  or bad_number(events_kept, 0, 10000000, "events kept")
 if bad then
   return bad
 end
@@ -391,7 +439,7 @@ local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
            recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
            paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12], attempts = KEYS[13],
-           kill = KEYS[14], backlogs = KEYS[15]}
+           kill = KEYS[14], backlogs = KEYS[15], events = KEYS[16]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
   k.queue, k.members, k.lease, k.history, k.backlog = KEYS[ki + 1], KEYS[ki + 2],

@@ -45,8 +45,10 @@ pub(crate) struct Recover<'a> {
     pub decision: Decision,
     /// Unix time now.
     pub now: i64,
-    /// History entries kept per job (0: no entry).
+    /// History entries kept per job (0: none written).
     pub history_limit: u64,
+    /// Entries kept in the event stream (0: none written).
+    pub events: u64,
 }
 
 /// What recover.lua did.
@@ -122,8 +124,11 @@ pub(crate) fn recover(
         .key(&keys.rerun)
         .key(&keys.kill)
         .key(&keys.backlogs)
-        .key(keys.backlog(r.jobid));
-    let entry = (r.history_limit > 0).then(|| recovery_entry(r.jobid, r.lost, r.decision.after));
+        .key(keys.backlog(r.jobid))
+        .key(&keys.events);
+    // The entry goes to the history and to the run's event.
+    let entry = (r.history_limit > 0 || r.events > 0)
+        .then(|| recovery_entry(r.jobid, r.lost, r.decision.after));
     inv.arg(r.jobid)
         .arg(r.lost.wire())
         .arg(r.schedule.unwrap_or("\0"))
@@ -136,7 +141,8 @@ pub(crate) fn recover(
         .arg(entry.unwrap_or_default())
         .arg(r.history_limit)
         .arg(crate::history::RECENT_RUNS)
-        .arg(crate::history::RECENT_FAILURES);
+        .arg(crate::history::RECENT_FAILURES)
+        .arg(r.events);
     let reply: Vec<Option<String>> = inv.invoke(con)?;
     RecoverReply::parse(&reply)
 }
@@ -169,6 +175,7 @@ pub(crate) fn recover_job(
     now: i64,
     policy: &Policy,
     history_limit: u64,
+    events: u64,
 ) -> RedisResult<bool> {
     let mut schedule: Option<String> = redis::cmd("HGET")
         .arg(&store.keys.schedules)
@@ -184,6 +191,7 @@ pub(crate) fn recover_job(
             decision,
             now,
             history_limit,
+            events,
         };
         match recover(store.con, store.keys, &call)? {
             RecoverReply::Changed(current) => schedule = current,

@@ -25,10 +25,12 @@ pub(crate) struct Skip<'a> {
     pub next_run: Option<i64>,
     /// Unix time now (of the SKP status and last failure).
     pub now: i64,
-    /// The history entry of the skip, JSON (`None`: history is off).
+    /// The history entry of the skip, JSON (`None`: history and events are off).
     pub entry: Option<String>,
-    /// History entries kept per job.
+    /// History entries kept per job (0: none written).
     pub history_limit: u64,
+    /// Entries kept in the event stream (0: none written).
+    pub events: u64,
 }
 
 /// What skip.lua did.
@@ -53,6 +55,7 @@ pub(crate) fn skip(con: &mut Connection, keys: &Keys, s: &Skip<'_>) -> RedisResu
         .key(&keys.recent_runs)
         .key(&keys.recent_failures)
         .key(&keys.due)
+        .key(&keys.events)
         .arg(s.jobid)
         .arg(s.score)
         .arg(s.schedule)
@@ -63,6 +66,7 @@ pub(crate) fn skip(con: &mut Connection, keys: &Keys, s: &Skip<'_>) -> RedisResu
         .arg(s.history_limit)
         .arg(RECENT_RUNS)
         .arg(RECENT_FAILURES)
+        .arg(s.events)
         .invoke(con)?;
     match reply.as_str() {
         "skipped" => Ok(SkipReply::Skipped),

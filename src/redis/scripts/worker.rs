@@ -125,7 +125,7 @@ pub(crate) struct Finished<'a> {
     pub decision: Decision,
     /// Its history entry (`""`: none, history off).
     pub entry: String,
-    /// The entry's kind: `f` for a failure, else empty.
+    /// The entry's kind ([`crate::history::Outcome::kind`]).
     pub kind: &'static str,
     /// When its run was claimed, on Redis's clock (from claim.lua's reply).
     pub claimed_at: Option<f64>,
@@ -135,8 +135,9 @@ pub(crate) struct Finished<'a> {
 }
 
 /// Adds one finish.lua call for all of `runs` to `pipe`; `history_limit` entries are
-/// kept per job, and `direct` writes them to their jobs' lists at once rather than to
-/// the unfiled runs (see `work/filing.rs`).
+/// kept per job (0: none), and `direct` writes them to their jobs' lists at once rather
+/// than to the unfiled runs (see `work/filing.rs`); each outcome with an entry also
+/// goes to the event stream, kept to about `events` entries (0: none).
 pub(crate) fn add_finish<'a>(
     pipe: &mut Pipeline,
     keys: &Keys,
@@ -144,6 +145,7 @@ pub(crate) fn add_finish<'a>(
     now: i64,
     history_limit: u64,
     direct: bool,
+    events: u64,
 ) {
     let mut inv = scripts::FINISH.prepare_invoke();
     inv.key(&keys.schedules)
@@ -160,7 +162,8 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.unfiled_runs)
         .key(&keys.attempts)
         .key(&keys.kill)
-        .key(&keys.backlogs);
+        .key(&keys.backlogs)
+        .key(&keys.events);
     for f in runs {
         let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
@@ -190,7 +193,8 @@ pub(crate) fn add_finish<'a>(
         .arg(crate::history::RECENT_RUNS)
         .arg(crate::history::RECENT_FAILURES)
         .arg(now.div_euclid(60))
-        .arg(scripts::flag(direct));
+        .arg(scripts::flag(direct))
+        .arg(events);
     pipe.invoke_script(&inv);
 }
 
