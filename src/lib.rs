@@ -29,7 +29,9 @@
 //!   the prefix, and so how often idle processes look for work, in `peers.rs`; reading
 //!   run history (`redbike history`, `tell`, `stats`) in `history.rs`; everything
 //!   `tell` shows of one job in `tell.rs`; pauses of jobs and queues as stored
-//!   (`pause.rs`); the number of shards a prefix records (`shards.lua`) in `shards.rs`.
+//!   (`pause.rs`); the number of shards a prefix records (`shards.lua`) in `shards.rs`;
+//!   the audit entries of operators' actions for the event stream, and who acts, in
+//!   `events.rs`.
 //! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
 //!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
 //!   them. The typed functions that build the arguments of the worker's scripts

@@ -10,6 +10,7 @@ use crate::{
     operator::backfill,
     operator::control,
     operator::loader,
+    redis::events::{Via, Who},
     redis::hazards::{self, Probe},
     redis::store::{with_store, PlaceItem, Placed},
     schedule::timestamp,
@@ -18,6 +19,11 @@ use crate::{
 };
 
 use super::{out, parse_ts, parse_ts_with, print_line, rule_error, HistoryFormat};
+
+/// Who acts through a command, for the audit entries of the event stream.
+pub(super) fn who(config: &Config) -> Who {
+    Who::new(config, Via::Cli)
+}
 
 pub(super) fn cmd_set(
     config: &Config,
@@ -35,10 +41,12 @@ pub(super) fn cmd_set(
         .map_err(rule_error(text))?;
     let item = PlaceItem::new(id, &schedule, text, placement);
     let probe = Probe::of(&config.redis);
+    let who = who(config);
+    let audit = who.audit("set", id, text);
     let placed = with_store(&config.redis, |store| {
         hazards::before_writing(store.con, &probe, 1)?;
         store
-            .place(&item, timestamp::now())
+            .place(&item, timestamp::now(), &audit)
             .map_err(|e| loader::written_before(e, 0, 1))
     })?;
     print_line(&describe_placement(id, placement, placed))?;
@@ -67,7 +75,7 @@ fn describe_placement(id: &str, placement: Placement, placed: Placed) -> String 
 
 pub(super) fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
     let shown = crate::terminal::id(id);
-    let report = control::run(config, id, timestamp::now())?;
+    let report = control::run(config, id, timestamp::now(), &who(config))?;
     let stays = if report.paused {
         "; it stays paused"
     } else {
@@ -90,7 +98,7 @@ pub(super) fn cmd_run(config: &Config, id: &str) -> Result<ExitCode> {
 
 pub(super) fn cmd_kill(config: &Config, id: &str) -> Result<ExitCode> {
     let shown = crate::terminal::id(id);
-    match control::kill(config, id)? {
+    match control::kill(config, id, &who(config))? {
         control::Killed::Asked { .. } => {
             print_line(&format!(
                 "{shown}: its worker stops this run now (SIGTERM, SIGKILL after its grace period); the job then goes on per its schedule"
@@ -121,7 +129,7 @@ pub(super) fn cmd_backfill(
         to: parse("--to", to)?,
         max,
     };
-    let done = backfill::backfill(config, id, &range, timestamp::now())?;
+    let done = backfill::backfill(config, id, &range, timestamp::now(), &who(config))?;
     let shown = crate::terminal::id(id);
     let (first, last) = match (done.runs.first(), done.runs.last()) {
         (Some(f), Some(l)) => (timestamp::iso_utc(*f), timestamp::iso_utc(*l)),
@@ -142,7 +150,7 @@ pub(super) fn cmd_backfill(
 
 pub(super) fn cmd_cancel_backfill(config: &Config, id: &str) -> Result<ExitCode> {
     let shown = crate::terminal::id(id);
-    print_line(&match backfill::cancel(config, id)? {
+    print_line(&match backfill::cancel(config, id, &who(config))? {
         Some(n) => format!(
             "{shown}: backfill cancelled, {n} run(s) dropped; a run of it queued or running still runs"
         ),
@@ -160,7 +168,7 @@ pub(super) fn cmd_pause(
     let note = note.unwrap_or_default();
     let now = timestamp::now();
     if let Some(q) = queue {
-        let added = control::pause_queue_everywhere(config, q, note, now)?;
+        let added = control::pause_queue_everywhere(config, q, note, now, &who(config))?;
         let shown_q = crate::terminal::id(q);
         print_line(&if added {
             format!("queue {shown_q}: paused; redbike workers stop claiming from it (jobs keep arriving in it)")
@@ -171,7 +179,7 @@ pub(super) fn cmd_pause(
     }
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
-    let paused = control::pause(config, id, note, now)?;
+    let paused = control::pause(config, id, note, now, &who(config))?;
     let shown = crate::terminal::id(id);
     print_line(&match paused {
         control::Paused::Paused => {
@@ -191,7 +199,7 @@ pub(super) fn cmd_resume(
     queue: Option<&str>,
 ) -> Result<ExitCode> {
     if let Some(q) = queue {
-        let removed = control::resume_queue_everywhere(config, q)?;
+        let removed = control::resume_queue_everywhere(config, q, &who(config))?;
         let shown_q = crate::terminal::id(q);
         print_line(&if removed {
             format!("queue {shown_q}: resumed; its workers claim from it again")
@@ -202,7 +210,7 @@ pub(super) fn cmd_resume(
     }
     // clap requires the job id when --queue is absent.
     let id = id.unwrap_or_default();
-    let resumed = control::resume(config, id, timestamp::now())?;
+    let resumed = control::resume(config, id, timestamp::now(), &who(config))?;
     let shown = crate::terminal::id(id);
     print_line(&match resumed {
         control::Resumed::NotPaused => format!("{shown}: not paused; nothing changed"),
@@ -220,7 +228,9 @@ pub(super) fn cmd_unset(config: &Config, id: &str) -> Result<ExitCode> {
     jobid::validate_stored(id)?;
     let shown = crate::terminal::id(id);
     let config = &shard::checked_for_job(config, id)?;
-    if with_store(&config.redis, |store| store.unset(id))? {
+    let who = who(config);
+    let audit = who.audit("unset", id, "");
+    if with_store(&config.redis, |store| store.unset(id, &audit))? {
         print_line(&format!("{shown}: unset"))?;
     } else {
         print_line(&format!(
@@ -370,6 +380,7 @@ pub(super) fn cmd_load(
     } else {
         loader::load_split(&shards, &mut checked)?
     };
+    control::write_once(&shards, &who(config), "load", "", &n.to_string())?;
     print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
     Ok(ExitCode::Success)
 }

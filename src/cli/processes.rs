@@ -80,7 +80,11 @@ pub(super) fn cmd_work(config: &Config, flags: WorkFlags) -> Result<ExitCode> {
 }
 
 pub(super) fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
-    control::signal(config, control::Signal::parse(signal)?)?;
+    control::signal(
+        config,
+        control::Signal::parse(signal)?,
+        &super::jobs::who(config),
+    )?;
     Ok(ExitCode::Success)
 }
 

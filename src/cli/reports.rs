@@ -49,7 +49,8 @@ pub(super) fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
         .from_writer(out());
     let mut write_error = None;
     let escape = crate::terminal::csv_escapes();
-    let report = check::check_all(config, repair, |f: &check::Finding| {
+    let who = super::jobs::who(config);
+    let report = check::check_all(config, repair, &who, |f: &check::Finding| {
         let record = [f.kind, &f.jobid, &f.detail]
             .map(|field| crate::terminal::csv_field(field.as_bytes(), escape));
         if let Err(e) = rows.write_record(record).and_then(|()| Ok(rows.flush()?)) {

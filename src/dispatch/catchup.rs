@@ -21,6 +21,7 @@ use crate::{
     backfill,
     config::{CatchUp, CatchUpPolicy, Config},
     history, jitter,
+    redis::events::Who,
     redis::keys::queue_of,
     redis::scripts::backlog::{backfill as backfill_script, Backlog, BacklogReply},
     redis::scripts::skip::{skip as skip_script, Skip, SkipReply},
@@ -223,6 +224,7 @@ fn all(
         now,
         late_at: Some(score),
         instants: &missed.runs,
+        audit: Who::NOBODY.audit("backfill", jobid, ""),
     };
     let reply = match backfill_script(store.con, store.keys, &b) {
         Ok(reply) => reply,

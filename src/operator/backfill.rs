@@ -8,6 +8,7 @@ use crate::{
     config::Config,
     error::{Error, Result},
     jitter, jobid, limits,
+    redis::events::Who,
     redis::pause,
     redis::scripts::backlog::{self, backfill as backfill_script, Backlog, BacklogReply},
     redis::store::with_store,
@@ -68,7 +69,13 @@ pub fn check_range(range: &Range, now: i64) -> Result<()> {
 /// `redbike backfill`: in the job's shard, queues every occurrence of its schedule in
 /// `range`, refusing an unknown, paused or non-recurring job, a halted prefix, a job
 /// with a backlog already, and a range with no occurrence or more than `range.max`.
-pub fn backfill(config: &Config, id: &str, range: &Range, now: i64) -> Result<Backfilled> {
+pub fn backfill(
+    config: &Config,
+    id: &str,
+    range: &Range,
+    now: i64,
+    who: &Who,
+) -> Result<Backfilled> {
     jobid::validate_placeable(id)?;
     check_range(range, now)?;
     let config = &shard::checked_for_job(config, id)?;
@@ -88,12 +95,22 @@ pub fn backfill(config: &Config, id: &str, range: &Range, now: i64) -> Result<Ba
                 )));
             }
             let runs = runs_of(config, id, &text, range)?;
+            let detail = match (runs.first(), runs.last()) {
+                (Some(first), Some(last)) => format!(
+                    "{} run(s) due from {} to {}",
+                    runs.len(),
+                    timestamp::iso_utc(*first),
+                    timestamp::iso_utc(*last)
+                ),
+                _ => String::new(),
+            };
             let b = Backlog {
                 jobid: id,
                 schedule: &text,
                 now,
                 late_at: None,
                 instants: &runs,
+                audit: who.audit("backfill", id, &detail),
             };
             let started = match backfill_script(store.con, store.keys, &b)? {
                 BacklogReply::Changed => continue,
@@ -132,11 +149,12 @@ pub fn backfill(config: &Config, id: &str, range: &Range, now: i64) -> Result<Ba
 /// `redbike backfill JOBID --cancel`, in the job's shard: drops what is left of its
 /// backlog; the instants dropped, `None` when it had none (nothing changed). A job
 /// without a schedule may have one (a Python `unset` leaves it): it is dropped too.
-pub fn cancel(config: &Config, id: &str) -> Result<Option<u64>> {
+pub fn cancel(config: &Config, id: &str, who: &Who) -> Result<Option<u64>> {
     jobid::validate_stored(id)?;
     let config = &shard::checked_for_job(config, id)?;
+    let audit = who.audit("backfill", id, "cancel");
     with_store(&config.redis, |store| {
-        Ok(backlog::cancel(store.con, store.keys, id)?)
+        Ok(backlog::cancel(store.con, store.keys, id, &audit)?)
     })
 }
 

@@ -15,6 +15,7 @@ use crate::{
     config::Config,
     error::Result,
     policy::Policy,
+    redis::events::Who,
     redis::hazards::Probe,
     redis::keys::{glob_escape, is_lease_name, queue_collision, queue_of},
     redis::scripts::{
@@ -78,7 +79,14 @@ pub struct Report {
 /// Walks every shard of `config`'s prefix (repairing with `repair`), the shards at
 /// once; `emit` receives each finding as it is found, all of shard 0's first, then
 /// shard 1's, and so on, as when the shards are walked one after the other.
-pub fn check_all(config: &Config, repair: bool, mut emit: impl FnMut(&Finding)) -> Result<Report> {
+/// Each repair writes `who`'s audit entry (`repair`, the job, the kind of problem) to
+/// its shard's event stream.
+pub fn check_all(
+    config: &Config,
+    repair: bool,
+    who: &Who,
+    mut emit: impl FnMut(&Finding),
+) -> Result<Report> {
     let policy = config.policy();
     let shards = shard::checked_all(config)?;
     let parts = shard::read_all(
@@ -95,7 +103,10 @@ pub fn check_all(config: &Config, repair: bool, mut emit: impl FnMut(&Finding)) 
                 let walk = Check::new(store, repair, &policy, |f: &Finding| {
                     let _ = send(f.clone());
                 });
-                Ok(walk.overdue_after(config.overdue_after).run()?)
+                Ok(walk
+                    .overdue_after(config.overdue_after)
+                    .audited(*who)
+                    .run()?)
             })?;
             Ok((part, health))
         },
@@ -137,6 +148,8 @@ pub struct Check<'a, 's, F: FnMut(&Finding)> {
     types: HashMap<String, String>,
     /// Timeline jobs due before this instant are reported as overdue.
     overdue_before: i64,
+    /// Who repairs, for the audit entries ([`Who::NOBODY`]: none).
+    who: Who,
 }
 
 impl Summary {
@@ -164,7 +177,14 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             summary: Summary::default(),
             types: HashMap::new(),
             overdue_before: i64::MIN,
+            who: Who::NOBODY,
         }
+    }
+
+    /// Writes `who`'s audit entry with each repair.
+    pub fn audited(mut self, who: Who) -> Self {
+        self.who = who;
+        self
     }
 
     /// Reports jobs due on the timeline for longer than `seconds` as `overdue`.
@@ -393,8 +413,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     /// `schedule` for unparsable ones.
     fn fix(&mut self, f: &Finding, schedule: Option<&str>, dry: bool) -> RedisResult<bool> {
         let k = &self.store.keys;
-        let changed: RedisResult<i64> = scripts::REPAIR
-            .key(&k.schedules)
+        let mut inv = scripts::REPAIR.prepare_invoke();
+        inv.key(&k.schedules)
             .key(&k.statuses)
             .key(&k.timeline)
             .key(k.queue(&f.queue))
@@ -407,8 +427,11 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             .arg(&f.jobid)
             .arg(schedule.unwrap_or(""))
             .arg(crate::schedule::timestamp::now())
-            .arg(scripts::flag(dry))
-            .invoke(self.store.con);
+            .arg(scripts::flag(dry));
+        self.who
+            .audit("repair", &f.jobid, f.kind)
+            .add_to(&mut inv, k);
+        let changed: RedisResult<i64> = inv.invoke(self.store.con);
         match changed {
             // A key of the job of another type (a lease key that is another queue's
             // list): reported as such by check_keys; nothing here can be confirmed.
@@ -532,7 +555,12 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             for id in lost {
                 let now = crate::schedule::timestamp::now();
                 match recover_job(self.store, &id, Lost::Orphan, now, self.policy, 0, 0) {
-                    Ok(true) => self.summary.repaired += 1,
+                    Ok(true) => {
+                        self.summary.repaired += 1;
+                        self.who
+                            .audit("repair", &id, "out-of-circulation")
+                            .write(self.store.con, self.store.keys)?;
+                    }
                     Ok(false) => {}
                     // One of its keys is of another type (reported by check_keys).
                     Err(e) if crate::error::is_wrong_type(&e) => {}

@@ -8,6 +8,7 @@ use crate::{
     config::Config,
     error::{Error, Result},
     jitter, jobid,
+    redis::events::Who,
     redis::pause,
     redis::scripts::control::{self, KillReply, PauseReply, ResumeReply, RunReply},
     redis::store::{with_store, PlaceItem, Placed, Store},
@@ -39,16 +40,47 @@ impl Signal {
     }
 }
 
+impl Signal {
+    /// The word, as `control` takes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Signal::Halt => "HALT",
+            Signal::Resume => "RESUME",
+        }
+    }
+}
+
 /// `redbike control SIGNAL`: sets (HALT) or clears (RESUME) the control key of every
-/// shard of `config`'s prefix.
-pub fn signal(config: &Config, signal: Signal) -> Result<()> {
-    for config in shard::checked_all(config)? {
+/// shard of `config`'s prefix, then writes `who`'s audit entry (once, in the first
+/// shard's stream).
+pub fn signal(config: &Config, signal: Signal, who: &Who) -> Result<()> {
+    let shards = shard::checked_all(config)?;
+    for config in &shards {
         with_store(&config.redis, |store| match signal {
             Signal::Halt => store.control("HALT"),
             Signal::Resume => store.clear_control(),
         })?;
     }
-    Ok(())
+    write_once(&shards, who, "control", "", signal.word())
+}
+
+/// Writes one audit entry for an action done in every shard of `shards`: in the first
+/// shard's stream (readers merge the shards' streams).
+pub(crate) fn write_once(
+    shards: &[Config],
+    who: &Who,
+    action: &str,
+    target: &str,
+    detail: &str,
+) -> Result<()> {
+    let Some(first) = shards.first().filter(|_| who.events > 0) else {
+        return Ok(());
+    };
+    let audit = who.audit(action, target, detail);
+    with_store(
+        &first.redis,
+        |store| Ok(audit.write(store.con, store.keys)?),
+    )
 }
 
 /// What `run` did.
@@ -166,60 +198,82 @@ fn check_note(note: &str) -> Result<()> {
 }
 
 /// [`run_job`] on `config`'s prefix, in the job's shard.
-pub fn run(config: &Config, id: &str, now: i64) -> Result<RunReport> {
+pub fn run(config: &Config, id: &str, now: i64, who: &Who) -> Result<RunReport> {
     jobid::validate_placeable(id)?;
     let config = &shard::checked_for_job(config, id)?;
-    with_store(&config.redis, |store| run_job(store, id, now))
+    with_store(&config.redis, |store| run_job(store, id, now, who))
 }
 
 /// [`pause_job`] on `config`'s prefix, in the job's shard.
-pub fn pause(config: &Config, id: &str, note: &str, now: i64) -> Result<Paused> {
+pub fn pause(config: &Config, id: &str, note: &str, now: i64, who: &Who) -> Result<Paused> {
     check_note(note)?;
     jobid::validate_stored(id)?;
     let config = &shard::checked_for_job(config, id)?;
-    with_store(&config.redis, |store| pause_job(store, id, note, now))
+    with_store(&config.redis, |store| pause_job(store, id, note, now, who))
 }
 
 /// [`resume_job`] on `config`'s prefix, in the job's shard.
-pub fn resume(config: &Config, id: &str, now: i64) -> Result<Resumed> {
+pub fn resume(config: &Config, id: &str, now: i64, who: &Who) -> Result<Resumed> {
     jobid::validate_placeable(id)?;
     let config = &shard::checked_for_job(config, id)?;
-    with_store(&config.redis, |store| resume_job(store, config, id, now))
+    with_store(&config.redis, |store| {
+        resume_job(store, config, id, now, who)
+    })
 }
 
 /// [`kill_job`] on `config`'s prefix, in the job's shard.
-pub fn kill(config: &Config, id: &str) -> Result<Killed> {
+pub fn kill(config: &Config, id: &str, who: &Who) -> Result<Killed> {
     jobid::validate_stored(id)?;
     let config = &shard::checked_for_job(config, id)?;
-    with_store(&config.redis, |store| kill_job(store, id))
+    with_store(&config.redis, |store| kill_job(store, id, who))
 }
 
 /// [`pause_queue`] in every shard of `config`'s prefix; false when it was paused in
-/// all of them already.
-pub fn pause_queue_everywhere(config: &Config, queue: &str, note: &str, now: i64) -> Result<bool> {
+/// all of them already. `who`'s audit entry is written once, when it changed anything.
+pub fn pause_queue_everywhere(
+    config: &Config,
+    queue: &str,
+    note: &str,
+    now: i64,
+    who: &Who,
+) -> Result<bool> {
     check_note(note)?;
     validate_queue(queue)?;
     let mut added = false;
-    for config in shard::checked_all(config)? {
-        added |= with_store(&config.redis, |store| pause_queue(store, queue, note, now))?;
+    let shards = shard::checked_all(config)?;
+    for config in &shards {
+        added |= with_store(&config.redis, |store| {
+            pause_queue(store, queue, note, now, &Who::NOBODY)
+        })?;
+    }
+    if added {
+        write_once(&shards, who, "pause", &format!("queue:{queue}"), note)?;
     }
     Ok(added)
 }
 
 /// [`resume_queue`] in every shard of `config`'s prefix; false when it was paused in
-/// none of them.
-pub fn resume_queue_everywhere(config: &Config, queue: &str) -> Result<bool> {
+/// none of them. `who`'s audit entry is written once, when it changed anything.
+pub fn resume_queue_everywhere(config: &Config, queue: &str, who: &Who) -> Result<bool> {
     validate_queue(queue)?;
     let mut removed = false;
-    for config in shard::checked_all(config)? {
-        removed |= with_store(&config.redis, |store| resume_queue(store, queue))?;
+    let shards = shard::checked_all(config)?;
+    for config in &shards {
+        removed |= with_store(&config.redis, |store| {
+            resume_queue(store, queue, &Who::NOBODY)
+        })?;
+    }
+    if removed {
+        write_once(&shards, who, "resume", &format!("queue:{queue}"), "")?;
     }
     Ok(removed)
 }
 
-/// `redbike run JOBID`: runs the job once as soon as a worker is free (run.lua).
-pub fn run_job(store: &mut Store<'_>, id: &str, now: i64) -> Result<RunReport> {
-    let answer = control::run(store.con, store.keys, id, now)?;
+/// `redbike run JOBID`: runs the job once as soon as a worker is free (run.lua), with
+/// `who`'s audit entry when that changed anything.
+pub fn run_job(store: &mut Store<'_>, id: &str, now: i64, who: &Who) -> Result<RunReport> {
+    let audit = who.audit("run", id, "");
+    let answer = control::run(store.con, store.keys, id, now, &audit)?;
     let ran = match answer.reply {
         RunReply::Unknown => return Err(unknown(id)),
         RunReply::Queued => Ran::AlreadyQueued,
@@ -234,10 +288,17 @@ pub fn run_job(store: &mut Store<'_>, id: &str, now: i64) -> Result<RunReport> {
 }
 
 /// `redbike pause JOBID`: takes the job out of circulation, keeping its schedule
-/// (pause.lua).
-pub fn pause_job(store: &mut Store<'_>, id: &str, note: &str, now: i64) -> Result<Paused> {
+/// (pause.lua), with `who`'s audit entry (the note its detail) when it was not paused.
+pub fn pause_job(
+    store: &mut Store<'_>,
+    id: &str,
+    note: &str,
+    now: i64,
+    who: &Who,
+) -> Result<Paused> {
     let pause = Pause::new(now, note).to_json();
-    match control::pause(store.con, store.keys, id, &pause, now)? {
+    let audit = who.audit("pause", id, note);
+    match control::pause(store.con, store.keys, id, &pause, now, &audit)? {
         PauseReply::Unknown => Err(unknown(id)),
         PauseReply::Already => Ok(Paused::Already),
         PauseReply::Running => Ok(Paused::Running),
@@ -246,8 +307,16 @@ pub fn pause_job(store: &mut Store<'_>, id: &str, note: &str, now: i64) -> Resul
 }
 
 /// `redbike resume JOBID`: ends the pause and places the job per its schedule from
-/// `now` (resume.lua); occurrences missed while it was paused are not run.
-pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) -> Result<Resumed> {
+/// `now` (resume.lua); occurrences missed while it was paused are not run. `who`'s
+/// audit entry goes with it.
+pub fn resume_job(
+    store: &mut Store<'_>,
+    config: &Config,
+    id: &str,
+    now: i64,
+    who: &Who,
+) -> Result<Resumed> {
+    let audit = who.audit("resume", id, "");
     // The schedule may change under us (a `set`); read it again then, a few times.
     for _ in 0..5 {
         let (text, paused) = pause::schedule_and_paused(store, id)?;
@@ -270,7 +339,7 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
                 ))
             })?;
         let item = PlaceItem::new(id, &schedule, &text, placement);
-        match control::resume(store.con, store.keys, &item, &text, now)? {
+        match control::resume(store.con, store.keys, &item, &text, now, &audit)? {
             ResumeReply::NotPaused => return Ok(Resumed::NotPaused),
             ResumeReply::Changed => continue,
             ResumeReply::Asked => return Ok(Resumed::RunAsked),
@@ -283,9 +352,10 @@ pub fn resume_job(store: &mut Store<'_>, config: &Config, id: &str, now: i64) ->
 }
 
 /// `redbike kill JOBID`: asks the worker that runs the job to stop this run (kill.lua);
-/// the job then goes on per its schedule.
-pub fn kill_job(store: &mut Store<'_>, id: &str) -> Result<Killed> {
-    match control::kill(store.con, store.keys, id)? {
+/// the job then goes on per its schedule. `who`'s audit entry goes with the request.
+pub fn kill_job(store: &mut Store<'_>, id: &str, who: &Who) -> Result<Killed> {
+    let audit = who.audit("kill", id, "");
+    match control::kill(store.con, store.keys, id, &audit)? {
         KillReply::Unknown => Err(unknown(id)),
         KillReply::Halted => Ok(Killed::Halted),
         KillReply::Idle => Ok(Killed::NotRunning),
@@ -295,17 +365,36 @@ pub fn kill_job(store: &mut Store<'_>, id: &str) -> Result<Killed> {
 }
 
 /// `redbike pause --queue Q`: our workers stop claiming from Q; false when it was
-/// paused already (nothing changed).
-pub fn pause_queue(store: &mut Store<'_>, queue: &str, note: &str, now: i64) -> Result<bool> {
+/// paused already (nothing changed), else `who`'s audit entry is written after.
+pub fn pause_queue(
+    store: &mut Store<'_>,
+    queue: &str,
+    note: &str,
+    now: i64,
+    who: &Who,
+) -> Result<bool> {
     check_control_keys(store)?;
-    Ok(pause::pause_queue(store, queue, &Pause::new(now, note))?)
+    let added = pause::pause_queue(store, queue, &Pause::new(now, note))?;
+    if added {
+        let target = format!("queue:{queue}");
+        who.audit("pause", &target, note)
+            .write(store.con, store.keys)?;
+    }
+    Ok(added)
 }
 
 /// `redbike resume --queue Q`: our workers claim from Q again, and idle ones are woken;
-/// false when it was not paused (nothing changed).
-pub fn resume_queue(store: &mut Store<'_>, queue: &str) -> Result<bool> {
+/// false when it was not paused (nothing changed), else `who`'s audit entry is written
+/// after.
+pub fn resume_queue(store: &mut Store<'_>, queue: &str, who: &Who) -> Result<bool> {
     check_control_keys(store)?;
-    Ok(pause::resume_queue(store, queue)?)
+    let removed = pause::resume_queue(store, queue)?;
+    if removed {
+        let target = format!("queue:{queue}");
+        who.audit("resume", &target, "")
+            .write(store.con, store.keys)?;
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]

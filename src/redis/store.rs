@@ -8,6 +8,7 @@ use redis::{Commands, Connection};
 use crate::{
     error::{Error, Result},
     policy::Action,
+    redis::events::Audit,
     redis::keys::{queue_of, Keys},
     redis::scripts,
     redis::settings::mask_urls_in,
@@ -256,8 +257,9 @@ pub fn acknowledged(con: &mut Connection, access: &Access) -> Result<Option<Erro
 }
 
 impl Store<'_> {
-    /// Stores a schedule and places the job, atomically, waking dispatchers or workers.
-    pub fn place(&mut self, item: &PlaceItem, now: i64) -> Result<Placed> {
+    /// Stores a schedule and places the job, atomically, waking dispatchers or workers,
+    /// and writes `audit` to the event stream.
+    pub fn place(&mut self, item: &PlaceItem, now: i64, audit: &Audit) -> Result<Placed> {
         let (act, due) = Action::from(item.placement).wire();
         let mut inv = scripts::PLACE.prepare_invoke();
         for key in self.keys.job_keys(&item.jobid) {
@@ -275,6 +277,7 @@ impl Store<'_> {
             .arg(&self.keys.timeline_wake)
             .arg(&item.stored_if_running)
             .arg(&item.stored_if_paused);
+        audit.add_to(&mut inv, self.keys);
         let reply: String = inv.invoke(self.con)?;
         Ok(Placed::from_reply(&reply).ok_or_else(|| scripts::unexpected("place.lua", &reply))?)
     }
@@ -373,11 +376,12 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Forgets a job; returns whether it had a schedule.
-    pub fn unset(&mut self, jobid: &str) -> Result<bool> {
+    /// Forgets a job; returns whether it had a schedule (then `audit` goes to the event
+    /// stream).
+    pub fn unset(&mut self, jobid: &str, audit: &Audit) -> Result<bool> {
         let [schedules, statuses, timeline, queue, members, _] = self.keys.job_keys(jobid);
-        let found: i64 = scripts::UNSET
-            .key(schedules)
+        let mut inv = scripts::UNSET.prepare_invoke();
+        inv.key(schedules)
             .key(statuses)
             .key(timeline)
             .key(queue)
@@ -390,8 +394,9 @@ impl Store<'_> {
             .key(&self.keys.attempts)
             .key(&self.keys.backlogs)
             .key(self.keys.backlog(jobid))
-            .arg(jobid)
-            .invoke(self.con)?;
+            .arg(jobid);
+        audit.add_to(&mut inv, self.keys);
+        let found: i64 = inv.invoke(self.con)?;
         Ok(found == 1)
     }
 

@@ -24,6 +24,7 @@ use crate::{
     error::{Error, Result},
     jobid::JobIdError,
     operator::control::{self, Killed, Paused, Ran, Resumed},
+    redis::events::{Via, Who},
     redis::store::Store,
     schedule::{timestamp, Placement},
 };
@@ -118,6 +119,12 @@ fn allow(app: &App, headers: &HeaderMap) -> std::result::Result<(), ApiError> {
     }
 }
 
+/// Who acts through the control routes, for the audit entries: this server's user,
+/// host and pid, via `serve` (the HTTP client is known by its token only).
+fn by_serve(config: &Config) -> Who {
+    Who::new(config, Via::Serve)
+}
+
 /// The reply to a control request: what was done, as a sentence and a word.
 fn done(result: &str, message: String) -> Response {
     json_reply(
@@ -154,7 +161,7 @@ async fn run_job(
         &headers,
         id,
         crate::jobid::validate_placeable,
-        |store, _, id| control::run_job(store, id, timestamp::now()),
+        |store, config, id| control::run_job(store, id, timestamp::now(), &by_serve(config)),
     )
     .await?;
     let (word, what) = match report.ran {
@@ -185,7 +192,7 @@ async fn kill_job(
         &headers,
         id,
         crate::jobid::validate_stored,
-        |store, _, id| control::kill_job(store, id),
+        |store, config, id| control::kill_job(store, id, &by_serve(config)),
     )
     .await?;
     let (word, what) = match killed {
@@ -216,7 +223,9 @@ async fn pause_job(
         &headers,
         id,
         crate::jobid::validate_stored,
-        |store, _, id| control::pause_job(store, id, PAUSE_NOTE, timestamp::now()),
+        |store, config, id| {
+            control::pause_job(store, id, PAUSE_NOTE, timestamp::now(), &by_serve(config))
+        },
     )
     .await?;
     let (word, what) = match paused {
@@ -237,7 +246,9 @@ async fn resume_job(
         &headers,
         id,
         crate::jobid::validate_stored,
-        |store, config, id| control::resume_job(store, config, id, timestamp::now()),
+        |store, config, id| {
+            control::resume_job(store, config, id, timestamp::now(), &by_serve(config))
+        },
     )
     .await?;
     let (word, what) = match resumed {
@@ -265,8 +276,10 @@ async fn pause_queue(
     let changed = {
         let (app, queue) = (app.clone(), queue.clone());
         blocking(move || {
-            app.source
-                .act(|store, _| control::pause_queue(store, &queue, PAUSE_NOTE, timestamp::now()))
+            app.source.act(|store, config| {
+                let who = by_serve(config);
+                control::pause_queue(store, &queue, PAUSE_NOTE, timestamp::now(), &who)
+            })
         })
         .await?
     };
@@ -293,7 +306,7 @@ async fn resume_queue(
         let (app, queue) = (app.clone(), queue.clone());
         blocking(move || {
             app.source
-                .act(|store, _| control::resume_queue(store, &queue))
+                .act(|store, config| control::resume_queue(store, &queue, &by_serve(config)))
         })
         .await?
     };

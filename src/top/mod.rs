@@ -34,6 +34,7 @@ use crate::{
     config::Config,
     error::{cannot_fix, describe_redis, is_connection_error, Error, Result},
     operator::control::{self, Killed, Paused, Ran, Resumed},
+    redis::events::{Via, Who},
     redis::keys::Keys,
     redis::retry::Backoff,
     redis::store::{self, Store},
@@ -478,8 +479,9 @@ fn detail(store: &mut Store<'_>, jobid: &str) -> Result<Vec<String>> {
 /// `pause`, `resume`, `kill`); the line for the footer.
 fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
     let now = timestamp::now();
+    let who = &Who::new(config, Via::Top);
     let outcome = match action {
-        Action::RunNow(id) => control::run_job(store, id, now).map(|r| {
+        Action::RunNow(id) => control::run_job(store, id, now, who).map(|r| {
             let what = match r.ran {
                 Ran::Enqueued => "queued to run now; its schedule stays",
                 Ran::AlreadyQueued => "already in its queue; nothing changed",
@@ -493,7 +495,7 @@ fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
             };
             format!("{id}: {what}{paused}{halted}")
         }),
-        Action::Pause(id) => control::pause_job(store, id, PAUSE_NOTE, now).map(|p| {
+        Action::Pause(id) => control::pause_job(store, id, PAUSE_NOTE, now, who).map(|p| {
             let what = match p {
                 Paused::Paused => "paused",
                 Paused::Running => "paused; its run finishes, then it is not placed",
@@ -501,7 +503,7 @@ fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
             };
             format!("{id}: {what}")
         }),
-        Action::Resume(id) => control::resume_job(store, config, id, now).map(|r| match r {
+        Action::Resume(id) => control::resume_job(store, config, id, now, who).map(|r| match r {
             Resumed::NotPaused => format!("{id}: was not paused; nothing changed"),
             Resumed::RunAsked => format!("{id}: resumed; the asked run comes first"),
             Resumed::Placed(Placement::Timeline(ts), _) => {
@@ -510,7 +512,7 @@ fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
             Resumed::Placed(Placement::Enqueue, _) => format!("{id}: resumed; queued"),
             Resumed::Placed(Placement::Stop, _) => format!("{id}: resumed; stopped (STOP)"),
         }),
-        Action::Kill(id) => control::kill_job(store, id).map(|k| {
+        Action::Kill(id) => control::kill_job(store, id, who).map(|k| {
             let what = match k {
                 Killed::Asked { .. } => "its worker stops this run now; its schedule stays",
                 Killed::NotRunning => "not running; nothing changed",

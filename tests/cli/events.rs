@@ -170,3 +170,98 @@ fn events_are_written_without_history_and_not_with_events_0() {
         }
     }
 }
+
+/// `redbike ARGS` as user `alice`.
+fn as_alice(t: &Setup, args: &[&str]) -> Outcome {
+    bike(&t.s, t.d.path())
+        .env("USER", "alice")
+        .env("TEST_LOG", t.log())
+        .args(args)
+        .run()
+}
+
+#[test]
+fn each_operator_action_is_one_audit_entry_naming_its_user() {
+    let t = setup();
+    let hour_ago = (now() - 3600).to_string();
+    let later = (now() - 3600 + 150).to_string();
+    std::fs::write(path(&t.d, "f.csv"), "l1:A,FREQ=MINUTELY\nl2:A,FREQ=DAILY\n").unwrap();
+    let steps: &[(&[&str], (&str, &str, &str))] = &[
+        (
+            &["set", "j:A", "FREQ=MINUTELY"],
+            ("set", "j:A", "FREQ=MINUTELY"),
+        ),
+        (&["run", "j:A"], ("run", "j:A", "")),
+        // Already queued: nothing changes, nothing is written.
+        (&["run", "j:A"], ("", "", "")),
+        (
+            &["pause", "j:A", "--note", "db work"],
+            ("pause", "j:A", "db work"),
+        ),
+        (&["pause", "j:A"], ("", "", "")),
+        (&["resume", "j:A"], ("resume", "j:A", "")),
+        (&["pause", "--queue", "B"], ("pause", "queue:B", "")),
+        (&["resume", "--queue", "B"], ("resume", "queue:B", "")),
+        (&["control", "HALT"], ("control", "", "HALT")),
+        (&["control", "RESUME"], ("control", "", "RESUME")),
+        (&["load", "f.csv"], ("load", "", "2")),
+        (
+            &["backfill", "l1:A", "--from", &hour_ago, "--to", &later],
+            ("backfill", "l1:A", ""),
+        ),
+        (
+            &["backfill", "l1:A", "--cancel"],
+            ("backfill", "l1:A", "cancel"),
+        ),
+        (&["unset", "l2:A"], ("unset", "l2:A", "")),
+        (&["unset", "l2:A"], ("", "", "")),
+    ];
+    let mut want = Vec::new();
+    for (args, entry) in steps {
+        as_alice(&t, args).success();
+        if !entry.0.is_empty() {
+            want.push(*entry);
+        }
+    }
+    // A repair: a timeline entry of a job without a schedule.
+    let _: () = t.s.con().zadd("t-timeline", "ghost:A", 1).unwrap();
+    as_alice(&t, &["check", "--repair"]);
+    want.push(("repair", "ghost:A", "timeline-without-schedule"));
+    // A kill of a running job.
+    t.set("hang:A", "CONTINUE");
+    let w = t.worker(&["A"]);
+    let pid = format!("{}.pid", t.log().display());
+    assert!(wait_until(10.0, || std::path::Path::new(&pid).exists()));
+    as_alice(&t, &["kill", "hang:A"]).success();
+    want.push(("kill", "hang:A", ""));
+    t.stop(w);
+
+    let actions = of_type(&t.s, "action");
+    let got: Vec<(&str, &str, &str)> = actions
+        .iter()
+        .filter(|f| f["user"] == "alice")
+        .map(|f| {
+            (
+                f["action"].as_str(),
+                f["target"].as_str(),
+                f["detail"].as_str(),
+            )
+        })
+        .collect();
+    // backfill's detail says what it queued.
+    let got: Vec<(&str, &str, &str)> = got
+        .into_iter()
+        .map(|(a, t, d)| match (a, d) {
+            ("backfill", d) if d.contains(" run(s) due from ") => (a, t, ""),
+            _ => (a, t, d),
+        })
+        .collect();
+    assert_eq!(got, want, "{actions:?}");
+    for f in actions.iter().filter(|f| f["user"] == "alice") {
+        assert_eq!(f["v"], "1");
+        assert_eq!(f["via"], "cli");
+        assert!(!f["host"].is_empty());
+        assert!(f["pid"].parse::<u32>().unwrap() > 0);
+        assert_eq!(f.len(), 9, "{f:?}");
+    }
+}

@@ -439,12 +439,35 @@ fn calls() -> Vec<Call> {
                 ],
             )
         },
-        call(
-            "backfill",
-            include_str!("../../src/redis/scripts/backfill.lua"),
-            &with(&[PAUSED, CONTROL, BACKLOGS, BACKLOG, DUE]),
-            &["j:A", "CONTINUE", "1700000000", "w", "", "1600000000"],
-        ),
+        Call {
+            order: [
+                &job.map(|(k, _)| k)[..],
+                &[PAUSED.0, CONTROL.0, BACKLOGS.0, BACKLOG.0, DUE.0, EVENTS.0],
+            ]
+            .concat(),
+            tolerant: vec![EVENTS],
+            ..call(
+                "backfill",
+                include_str!("../../src/redis/scripts/backfill.lua"),
+                &with(&[PAUSED, CONTROL, BACKLOGS, BACKLOG, DUE]),
+                &[
+                    "j:A",
+                    "CONTINUE",
+                    "1700000000",
+                    "w",
+                    "",
+                    "10000",
+                    "backfill",
+                    "j:A",
+                    "",
+                    "user",
+                    "host",
+                    "1",
+                    "cli",
+                    "1600000000",
+                ],
+            )
+        },
         call(
             "cancel_backfill",
             include_str!("../../src/redis/scripts/cancel_backfill.lua"),
@@ -596,7 +619,7 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
         ("place", 3, "1e400", "due time"),
         ("place_many", 5, "-1", "due time"),
         ("finish", 5, "99999999999999999", "due time"),
-        ("backfill", 5, "-1", "due instant"),
+        ("backfill", 13, "-1", "due instant"),
     ] {
         let mut c = Call {
             name: by(name).name,

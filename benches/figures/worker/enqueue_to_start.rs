@@ -191,7 +191,11 @@ fn binary_start(
             con: &mut setter,
             keys: &keys,
         }
-        .place(&now_item(&id), redbike::schedule::timestamp::now())?;
+        .place(
+            &now_item(&id),
+            redbike::schedule::timestamp::now(),
+            &redbike::redis::events::Who::NOBODY.audit("set", &id, "NOW"),
+        )?;
         let at = stamps.recv(&id)?;
         out.push(at.saturating_sub(t0) as f64 / 1e6);
         wait_stopped(&mut con, &keys, &id)?;
@@ -287,7 +291,11 @@ pub(crate) fn in_process_start(ctx: &Ctx, samples: usize) -> Result<Vec<Measurem
                 con: &mut setter,
                 keys: &keys,
             }
-            .place(&now_item(&id), redbike::schedule::timestamp::now())?;
+            .place(
+                &now_item(&id),
+                redbike::schedule::timestamp::now(),
+                &redbike::redis::events::Who::NOBODY.audit("set", &id, "NOW"),
+            )?;
             let (got, at) = rx
                 .recv_timeout(Duration::from_secs(5))
                 .with_context(|| format!("{id} did not start within 5 s"))?;

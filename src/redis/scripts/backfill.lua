@@ -8,11 +8,14 @@
 -- A job running or queued keeps its run; the backlog begins when that run ends.
 -- Everything is checked before the first write; nothing is written unless the job
 -- still has the schedule the instants were computed from.
+-- What it wrote goes to the event stream as the operator's audit entry (audit in
+-- common.lua; catch-up passes one with "0" events kept: none).
 -- KEYS: schedules, statuses, timeline, queue, members, lease, paused, control,
---       backlogs, backlog, due
+--       backlogs, backlog, due, events
 -- ARGV: jobid, schedule read, now, queue wake channel, expected timeline score ("" for
 --       `backfill`; else catch-up: only a job still due at that score, neither running
---       nor queued nor paused), then the instants, oldest first (at least one)
+--       nor queued nor paused), the audit entry (8), then the instants, oldest first
+--       (at least one)
 -- Returns {word, n}: "unknown" (no schedule), "changed" (not the schedule read, or,
 -- for catch-up, no longer at that score), "paused", "halted" (`backfill` only),
 -- "pending" (the job has a backlog already; n: its length), "left" (catch-up: running,
@@ -23,7 +26,7 @@ local k = job_keys()
 local paused_key, control, backlogs, backlog, due_key =
   KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]
 local jobid, read, now, wake, expected = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local FIRST = 6
+local FIRST = 14
 local bad = wrong_job_type(k, {paused_key, "hash", control, "string", backlogs, "hash",
   backlog, "list", due_key, "hash"})
   or bad_number(now, 0, MAX_UNIX, "now")
@@ -73,6 +76,7 @@ end
 if running or queued then
   chunked("RPUSH", backlog, after(FIRST))
   redis.call("HSET", backlogs, jobid, 0)
+  audit(KEYS[12], 6)
   return {"waiting", #ARGV - FIRST + 1}
 end
 -- The schedule's own placement, taken off the timeline for the backlog, comes back
@@ -85,4 +89,5 @@ redis.call("HSET", backlogs, jobid, resume)
 place(k, jobid, "enqueue", 0, now, wake, "")
 redis.call("HSET", due_key, jobid, ARGV[FIRST] .. ":" .. now)
 chunked("RPUSH", backlog, after(FIRST + 1))
+audit(KEYS[12], 6)
 return {"started", #ARGV - FIRST}

@@ -6,7 +6,10 @@
 use redis::{Connection, RedisResult};
 
 use super::unexpected;
-use crate::redis::keys::{queue_of, Keys};
+use crate::redis::{
+    events::Audit,
+    keys::{queue_of, Keys},
+};
 
 /// One backfill.lua call.
 pub(crate) struct Backlog<'a> {
@@ -23,6 +26,9 @@ pub(crate) struct Backlog<'a> {
     pub late_at: Option<&'a str>,
     /// The due instants, oldest first (at least one).
     pub instants: &'a [i64],
+    /// The operator's audit entry, written when a backlog was given (catch-up:
+    /// [`crate::redis::events::Who::NOBODY`]'s, which writes none).
+    pub audit: Audit<'a>,
 }
 
 /// What backfill.lua did.
@@ -67,6 +73,8 @@ pub(crate) fn backfill(
         .arg(b.now)
         .arg(keys.queue_wake(queue_of(b.jobid)))
         .arg(b.late_at.unwrap_or(""));
+    // Before the instants, which end the arguments.
+    b.audit.add_to(&mut inv, keys);
     for instant in b.instants {
         inv.arg(instant);
     }
@@ -85,12 +93,16 @@ pub(crate) fn backfill(
 }
 
 /// Calls cancel_backfill.lua for `jobid`: the instants dropped, `None` when it had no
-/// backlog.
-pub(crate) fn cancel(con: &mut Connection, keys: &Keys, jobid: &str) -> RedisResult<Option<u64>> {
-    let n: i64 = super::CANCEL_BACKFILL
-        .key(&keys.backlogs)
-        .key(keys.backlog(jobid))
-        .arg(jobid)
-        .invoke(con)?;
+/// backlog; `audit` is written when it had one.
+pub(crate) fn cancel(
+    con: &mut Connection,
+    keys: &Keys,
+    jobid: &str,
+    audit: &Audit,
+) -> RedisResult<Option<u64>> {
+    let mut inv = super::CANCEL_BACKFILL.prepare_invoke();
+    inv.key(&keys.backlogs).key(keys.backlog(jobid)).arg(jobid);
+    audit.add_to(&mut inv, keys);
+    let n: i64 = inv.invoke(con)?;
     Ok(u64::try_from(n).ok())
 }

@@ -296,6 +296,17 @@ local function emit(events, cap, ...)
   end
 end
 
+-- An operator's action to the event stream (docs/events.md), from the arguments at
+-- ARGV[i] on (redis::events::Audit): events kept ("0": none written), action, target,
+-- detail, user, host, pid, via. Nothing when the caller passed none.
+local function audit(events, i)
+  if ARGV[i + 7] then
+    emit(events, ARGV[i], "type", "action", "action", ARGV[i + 1], "target", ARGV[i + 2],
+      "detail", ARGV[i + 3], "user", ARGV[i + 4], "host", ARGV[i + 5], "pid", ARGV[i + 6],
+      "via", ARGV[i + 7])
+  end
+end
+
 -- A dispatcher's entry of a run (recover.lua, skip.lua): to the history as
 -- record_entry writes it, unless `limit` is "0" (history off), and to the event stream
 -- (`ev`: {key, cap}) as a run event, `failed` "1" or "0".

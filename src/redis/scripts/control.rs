@@ -6,6 +6,7 @@ use redis::{Connection, RedisResult};
 use super::unexpected;
 use crate::{
     policy::Action,
+    redis::events::Audit,
     redis::keys::{queue_of, Keys},
     redis::store::{PlaceItem, Placed},
 };
@@ -34,8 +35,14 @@ pub(crate) struct RunAnswer {
     pub paused: bool,
 }
 
-/// Calls run.lua for `id` at `now`.
-pub(crate) fn run(con: &mut Connection, k: &Keys, id: &str, now: i64) -> RedisResult<RunAnswer> {
+/// Calls run.lua for `id` at `now`, writing `audit` when it changed something.
+pub(crate) fn run(
+    con: &mut Connection,
+    k: &Keys,
+    id: &str,
+    now: i64,
+    audit: &Audit,
+) -> RedisResult<RunAnswer> {
     let mut inv = super::RUN.prepare_invoke();
     for key in k.job_keys(id) {
         inv.key(key);
@@ -46,6 +53,7 @@ pub(crate) fn run(con: &mut Connection, k: &Keys, id: &str, now: i64) -> RedisRe
         .arg(id)
         .arg(now)
         .arg(k.queue_wake(queue_of(id)));
+    audit.add_to(&mut inv, k);
     let (word, halted, paused): (String, i64, i64) = inv.invoke(con)?;
     let reply = match word.as_str() {
         "unknown" => RunReply::Unknown,
@@ -74,19 +82,22 @@ pub(crate) enum PauseReply {
     Paused,
 }
 
-/// Calls pause.lua for `id`, storing `pause` (the JSON of a `Pause`) at `now`.
+/// Calls pause.lua for `id`, storing `pause` (the JSON of a `Pause`) at `now`, writing
+/// `audit` when it paused the job.
 pub(crate) fn pause(
     con: &mut Connection,
     k: &Keys,
     id: &str,
     pause: &str,
     now: i64,
+    audit: &Audit,
 ) -> RedisResult<PauseReply> {
     let mut inv = super::PAUSE.prepare_invoke();
     for key in k.job_keys(id) {
         inv.key(key);
     }
     inv.key(&k.paused).key(&k.rerun).arg(id).arg(pause).arg(now);
+    audit.add_to(&mut inv, k);
     let word: String = inv.invoke(con)?;
     match word.as_str() {
         "unknown" => Ok(PauseReply::Unknown),
@@ -110,13 +121,15 @@ pub(crate) enum ResumeReply {
     Placed(Placed),
 }
 
-/// Calls resume.lua for `item`, read with the schedule `text`, at `now`.
+/// Calls resume.lua for `item`, read with the schedule `text`, at `now`, writing
+/// `audit` when it resumed the job.
 pub(crate) fn resume(
     con: &mut Connection,
     k: &Keys,
     item: &PlaceItem,
     text: &str,
     now: i64,
+    audit: &Audit,
 ) -> RedisResult<ResumeReply> {
     let id = item.jobid.as_str();
     let (action, due) = Action::from(item.placement).wire();
@@ -135,6 +148,7 @@ pub(crate) fn resume(
         .arg(k.queue_wake(queue_of(id)))
         .arg(&k.timeline_wake)
         .arg(&item.stored_if_running);
+    audit.add_to(&mut inv, k);
     let word: String = inv.invoke(con)?;
     match word.as_str() {
         "not-paused" => Ok(ResumeReply::NotPaused),
@@ -161,8 +175,13 @@ pub(crate) enum KillReply {
     Asked(String),
 }
 
-/// Calls kill.lua for `id`.
-pub(crate) fn kill(con: &mut Connection, k: &Keys, id: &str) -> RedisResult<KillReply> {
+/// Calls kill.lua for `id`, writing `audit` when it asked for the kill.
+pub(crate) fn kill(
+    con: &mut Connection,
+    k: &Keys,
+    id: &str,
+    audit: &Audit,
+) -> RedisResult<KillReply> {
     let mut inv = super::KILL.prepare_invoke();
     inv.key(&k.schedules)
         .key(k.lease(id))
@@ -171,6 +190,7 @@ pub(crate) fn kill(con: &mut Connection, k: &Keys, id: &str) -> RedisResult<Kill
         .key(&k.control)
         .arg(id)
         .arg(&k.control_wake);
+    audit.add_to(&mut inv, k);
     let (word, tag): (String, Option<String>) = inv.invoke(con)?;
     match (word.as_str(), tag) {
         ("unknown", _) => Ok(KillReply::Unknown),

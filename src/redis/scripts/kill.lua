@@ -8,8 +8,10 @@
 -- (finish.lua) or the job is unset (unset.lua).
 -- A lease that the running index does not hold is a Python worker's: it knows nothing
 -- of kills, so nothing is asked.
--- KEYS: schedules, lease, leases, kill, control
--- ARGV: jobid, control channel
+-- The operator's audit entry (audit in common.lua) goes to the event stream when the
+-- script changed something.
+-- KEYS: schedules, lease, leases, kill, control, events
+-- ARGV: jobid, control channel, then the audit entry (8)
 -- Returns {result, tag or false}: result "unknown" (no schedule and not running),
 -- "halted" (the control key says HALT: the workers are stopping their runs anyway),
 -- "idle" (not running), "python" (run by a worker that takes no kills) or "asked"
@@ -36,5 +38,6 @@ if not redis.call("ZSCORE", leases, jobid) then
   return {"python", tag}
 end
 redis.call("HSET", kill, jobid, tag)
+audit(KEYS[6], 3)
 redis.call("PUBLISH", channel, "KILL " .. tag .. " " .. jobid)
 return {"asked", tag}

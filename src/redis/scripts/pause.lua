@@ -3,8 +3,10 @@
 -- finishes; its worker then does not place it (finish.lua). A one-off's pending run
 -- stays in its schedule for `resume`: STOP on the timeline becomes AT:TS, STOP in its
 -- queue NOW. A run asked before the pause (`rerun`) is cancelled by it.
--- KEYS: schedules, statuses, timeline, queue, members, lease, paused, rerun
--- ARGV: jobid, pause entry (JSON), now
+-- The operator's audit entry (audit in common.lua) goes to the event stream when the
+-- script changed something.
+-- KEYS: schedules, statuses, timeline, queue, members, lease, paused, rerun, events
+-- ARGV: jobid, pause entry (JSON), now, then the audit entry (8)
 -- Returns "unknown" (no schedule; nothing was written), "already" (paused before;
 -- nothing was changed), "running" (paused while it runs) or "paused".
 local k = job_keys()
@@ -34,6 +36,7 @@ redis.call("ZREM", k.timeline, jobid)
 dequeue(k.queue, k.members, jobid)
 redis.call("HSET", paused_key, jobid, entry)
 redis.call("HDEL", rerun, jobid)
+audit(KEYS[9], 4)
 if redis.call("EXISTS", k.lease) == 1 then
   -- Its status stays WRK while it runs: it tells finish.lua and recover.lua that the
   -- run in hand is a one-off's (oneoff_action), whose pending run a cut-short run keeps

@@ -5,13 +5,14 @@
 -- checked (see split_refusal).
 -- A new schedule starts its attempts afresh: a retry pending is forgotten (see
 -- crate::retries).
+-- The operator's audit entry (audit in common.lua) goes to the event stream.
 -- KEYS: schedules, statuses, timeline, queue, members, lease, paused, shards marker,
---       attempts
+--       attempts, events
 -- ARGV: jobid, stored schedule, action (enqueue|timeline|stop), due, now,
 --       queue wake channel, timeline wake channel, schedule stored instead when the
 --       job cannot be queued because it is running (NOW: the worker that finishes it
 --       applies NOW, queueing it once more, as the Python original would too),
---       schedule stored instead when it is paused
+--       schedule stored instead when it is paused, then the audit entry (8)
 -- Returns the placement's result, or "paused".
 local k = job_keys()
 local jobid = ARGV[1]
@@ -22,6 +23,7 @@ if bad then
   return bad
 end
 redis.call("HDEL", KEYS[9], jobid)
+audit(KEYS[10], 10)
 if redis.call("HEXISTS", KEYS[7], jobid) == 1 then
   redis.call("HSET", k.schedules, jobid, ARGV[9])
   return "paused"

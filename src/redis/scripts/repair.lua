@@ -2,9 +2,11 @@
 -- still holds (check confirms each finding this way: a SCAN walk is not a snapshot).
 -- Each op re-checks its condition, so it is idempotent and safe while dispatchers and
 -- workers run; the schedule hash is the source of truth.
+-- A fix (not a dry run) writes the operator's audit entry (audit in common.lua).
 -- KEYS: schedules, statuses, timeline, queue list, members set, lease, failures, paused,
---       rerun
--- ARGV: op, jobid, expected schedule (unparsable-schedule), now, dry run (flag: "1" or "0")
+--       rerun, events
+-- ARGV: op, jobid, expected schedule (unparsable-schedule), now, dry run (flag: "1" or
+--       "0"), then the audit entry (8)
 -- Returns 1 when the condition held (and, unless dry, was fixed), else 0.
 local schedules, statuses, timeline, queue, members, lease, failures, paused, rerun =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -90,5 +92,6 @@ if not entry[1]() then
 end
 if not dry then
   entry[2]()
+  audit(KEYS[10], 6)
 end
 return 1

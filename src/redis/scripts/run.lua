@@ -7,8 +7,11 @@
 -- (Redis's clock) asks the worker that finishes this run to queue it once more
 -- (finish.lua). Paused: as above, and the marker also lets our claim run it although
 -- it is paused (claim.lua); it stays paused.
--- KEYS: schedules, statuses, timeline, queue, members, lease, paused, rerun, control
--- ARGV: jobid, now, queue wake channel
+-- The operator's audit entry (audit in common.lua) goes to the event stream when the
+-- script changed something.
+-- KEYS: schedules, statuses, timeline, queue, members, lease, paused, rerun, control,
+--       events
+-- ARGV: jobid, now, queue wake channel, then the audit entry (8)
 -- Returns {result, halted 0/1, paused 0/1}: result "unknown" (no schedule; nothing was
 -- written), "queued", "running" or "enqueued".
 local k = job_keys()
@@ -28,11 +31,13 @@ local p = paused and 1 or 0
 local marker = string.format("%.6f", redis_time())
 if redis.call("EXISTS", k.lease) == 1 then
   redis.call("HSET", rerun, jobid, marker)
+  audit(KEYS[10], 4)
   return {"running", halted, p}
 end
 if redis.call("SISMEMBER", k.members, jobid) == 1 then
   if paused then
     redis.call("HSET", rerun, jobid, marker)
+    audit(KEYS[10], 4)
   end
   return {"queued", halted, p}
 end
@@ -47,4 +52,5 @@ local result = place(k, jobid, "enqueue", 0, now, ARGV[3], "")
 if paused then
   redis.call("HSET", rerun, jobid, marker)
 end
+audit(KEYS[10], 4)
 return {result, halted, p}

@@ -4,9 +4,11 @@
 -- Its run history goes too (the list and its due field, never a key of another type
 -- under their names, so such a key never stops an unset; `redbike check` names it).
 -- A retry it waited for goes too, and its backlog (crate::backfill).
+-- The operator's audit entry (audit in common.lua) goes to the event stream when the
+-- job had a schedule.
 -- KEYS: schedules, statuses, timeline, queue, members, failures, history, due, paused,
---       rerun, attempts, backlogs, backlog
--- ARGV: jobid
+--       rerun, attempts, backlogs, backlog, events
+-- ARGV: jobid, then the audit entry (8)
 local jobid = ARGV[1]
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset",
   KEYS[5], "set", KEYS[6], "hash", KEYS[9], "hash", KEYS[10], "hash", KEYS[11], "hash", KEYS[12], "hash"})
@@ -32,4 +34,7 @@ end
 drop_history(KEYS[7])
 drop_backlog(KEYS[12], KEYS[13], jobid)
 redis.pcall("HDEL", KEYS[8], jobid)
+if found == 1 then
+  audit(KEYS[14], 2)
+end
 return found
