@@ -439,6 +439,34 @@ fn control_needs_the_token_and_the_same_origin() {
         (200, &Value::from("resumed")),
         "{v}"
     );
+    // Each action is an audit entry of the event stream, via serve.
+    let raw: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+        .arg("t-events")
+        .arg("-")
+        .arg("+")
+        .query(&mut s.con())
+        .unwrap();
+    let actions: Vec<String> = raw
+        .iter()
+        .map(|(_, f)| {
+            let f: std::collections::HashMap<&str, &str> = f
+                .chunks(2)
+                .map(|p| (p[0].as_str(), p[1].as_str()))
+                .collect();
+            format!("{} {} {}", f["action"], f["target"], f["via"])
+        })
+        .filter(|a| !a.ends_with(" cli"))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "run job:A serve",
+            "pause job:A serve",
+            "resume job:A serve",
+            "pause queue:A serve",
+            "resume queue:A serve"
+        ]
+    );
     // Kill: nothing runs, so nothing to stop, and nothing written.
     let before = s.dump();
     let (status, v) = srv.post("/api/v1/jobs/job:A/kill", &auth);
