@@ -11,7 +11,7 @@
 //!   grouped by what they do: jobs (`jobs.rs`: set, unset, run, kill, backfill, pause, resume, tell,
 //!   holds-lease, history, next, load), processes (`processes.rs`: dispatch, work,
 //!   control, ping) and reports (`reports.rs`: statuses, schedules, check, stats, ps,
-//!   top); running the command line, usage errors and exit codes (`mod.rs`); the long
+//!   top), and `events.rs` (`redbike events`: its text, JSON Lines and CSV); running the command line, usage errors and exit codes (`mod.rs`); the long
 //!   help texts the man pages are made from (`help.rs`).
 //! - `redis/`: reaching Redis. The settings of `[redbike-redis]`, the Redis URL and
 //!   password masking in `settings.rs`; the topology (standalone, Sentinel, Cluster) in
@@ -89,7 +89,8 @@
 //!   (`redbike history`), `backup.rs` (`schedules`), `backfill.rs` (`backfill`), `loader.rs` (`load`, `dispatch
 //!   --schedules`), `ping.rs`, `ps.rs` (the processes, and the table, CSV and JSON of
 //!   `redbike ps`), `control.rs` (`control`, `run`, `pause`, `resume` of a job or a
-//!   queue, `kill`), and CSV reading and writing (`csvio.rs`); `stats/` is `redbike stats`: the
+//!   queue, `kill`), `events.rs` (`redbike events`: the event stream of every shard,
+//!   merged, filtered and followed), and CSV reading and writing (`csvio.rs`); `stats/` is `redbike stats`: the
 //!   figures as plain data (`stats/figures.rs`), read from Redis (`stats/read.rs`), and
 //!   one file per rendering (`stats/text.rs`, `stats/json.rs`, `stats/prometheus.rs`).
 //! - `top/`: `redbike top`, the live view: reading a snapshot of a prefix

@@ -115,6 +115,17 @@ pub enum HistoryFormat {
     Json,
 }
 
+/// How `redbike events` prints its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventsFormat {
+    /// One line per entry for people, text from jobs and operators escaped.
+    Text,
+    /// JSON Lines: one object per entry, every field exact.
+    Json,
+    /// RFC 4180 CSV with a header row.
+    Csv,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -314,6 +325,27 @@ pub enum Command {
         /// Output format
         #[arg(long, value_enum, default_value_t = HistoryFormat::Csv, value_name = "FORMAT")]
         format: HistoryFormat,
+    },
+    /// Print the event stream: run outcomes, staleness and operators' actions (the
+    /// audit log), oldest first; --follow keeps printing them as they come
+    #[command(after_long_help = help::EVENTS)]
+    Events {
+        /// Print the last 10 entries (or those since --since), then each new one as it
+        /// comes, until SIGINT or SIGTERM
+        #[arg(short, long)]
+        follow: bool,
+        /// Only failures: runs that failed (DIE, TMO, KIL, FNC, BAD) and jobs gone stale
+        #[arg(long)]
+        failures: bool,
+        /// Only this job's entries and the actions on it
+        #[arg(long, value_name = "JOBID")]
+        job: Option<String>,
+        /// Only entries written at or after this time
+        #[arg(long, value_name = "TIMESTAMP", allow_negative_numbers = true)]
+        since: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = EventsFormat::Text, value_name = "FORMAT")]
+        format: EventsFormat,
     },
     /// Print figures about the prefix: queues, timeline, running jobs, statuses
     #[command(after_long_help = help::STATS)]

@@ -389,6 +389,31 @@ absent when none, and ttl). Rows are sorted by kind, host and pid.
 Keys: PREFIX-procs (set of ids) and PREFIX-proc-ID (the JSON description, expiring); \
 reading them costs SMEMBERS, then GET and PTTL per process.";
 
+/// `events`: the stream, the formats and the filters.
+pub const EVENTS: &str = "\
+Every prefix (every shard of a split prefix) keeps a capped Redis stream, \
+PREFIX-events, of about `events` entries (config key; default 10000; 0 writes none): \
+one per run outcome, written with the outcome itself; one when a job goes stale or \
+fresh again; and one per operator action (set, unset, load, run, pause, resume, kill, \
+control, check --repair, backfill), naming the user, host and pid that did it. This \
+command prints the entries of every shard merged in the order of their ids (Redis's \
+clock), oldest first; --follow prints the last 10 (or all since --since) and then each \
+new one as it comes, riding out Redis outages, until SIGINT or SIGTERM (exit 0). \
+Entries of another format or of a type this version does not know are skipped, and \
+their number said on standard error.
+
+Text: one line per entry: its time (ISO 8601, UTC, milliseconds), its type, the job or \
+target, the outcome (with failed when it counts as a failure) or the action and its \
+detail, and who (a run's process, an action's user@host and pid, and via cli, serve or \
+top). Text from jobs and operators is escaped. --format json prints JSON Lines: one \
+object per entry with id, time, shard and every field of the entry as stored (strings), \
+except entry, a run's history entry, printed as the object history --format json \
+prints. --format csv: the header row \
+id,time,shard,type,job,failed,outcome,action,target,detail,user,host,pid,via,queue,since,bound,entry \
+(entry: the history entry as stored, JSON). See docs/events.md for the fields and how \
+to size the stream.
+";
+
 /// `history`: the columns and where the entries come from.
 pub const HISTORY: &str = "\
 Every run a redbike worker makes leaves an entry, and so does every recovery, skip \

@@ -14,6 +14,7 @@ macro_rules! say {
 }
 
 mod args;
+mod events;
 pub mod help;
 mod jobs;
 mod processes;
@@ -224,6 +225,13 @@ fn execute(cli: Cli) -> Result<ExitCode> {
             };
             jobs::cmd_history(&config, &query, format)
         }
+        Command::Events {
+            follow,
+            failures,
+            job,
+            since,
+            format,
+        } => events::cmd_events(&config, follow, failures, job, since.as_deref(), format),
         Command::Stats {
             format,
             queues,
