@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use crate::{
     config::Config,
     error::{Error, ExitCode, Result},
+    history::Outcome,
     operator::events::{self, Event, Filter},
     shutdown::Shutdown,
     terminal,
@@ -152,20 +153,27 @@ pub fn text_line(e: &Event) -> String {
     let get = |name| terminal::text(e.get(name).unwrap_or("")).into_owned();
     let (subject, what, who) = match e.kind() {
         "run" => {
-            let failed = if e.get("failed") == Some("1") {
-                " (failed)"
-            } else {
-                ""
-            };
+            let failed = e.get("failed") == Some("1");
             match e.entry() {
                 Some(entry) => {
-                    let detail = match entry.detail.as_str() {
+                    // `failed` says it already; other outcomes that count as failures
+                    // (timed-out, killed, fenced, bad) say so.
+                    let marker = match failed && entry.outcome != Outcome::Failed {
+                        true => " (failure)",
+                        false => "",
+                    };
+                    let mut detail = match entry.detail.as_str() {
                         "" => String::new(),
                         d => format!(": {}", terminal::text(d)),
                     };
+                    // A failure's last line of output says most about it.
+                    let last = entry.tail.lines().rev().find(|l| !l.trim().is_empty());
+                    if let (true, Some(line)) = (failed, last) {
+                        detail.push_str(&format!("; output: {}", terminal::text(line)));
+                    }
                     (
                         get("job"),
-                        format!("{}{failed}{detail}", entry.outcome.name()),
+                        format!("{}{marker}{detail}", entry.outcome.name()),
                         format!(
                             "{} {} pid {}",
                             terminal::text(&entry.by),
@@ -174,7 +182,7 @@ pub fn text_line(e: &Event) -> String {
                         ),
                     )
                 }
-                None => (get("job"), format!("?{failed}"), String::new()),
+                None => (get("job"), "?".to_string(), String::new()),
             }
         }
         "stale" => (
