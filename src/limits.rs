@@ -99,7 +99,7 @@ pub const HISTORY_BACKLOG: Range = Range::new(0, 10_000_000, "entries");
 /// history entry with its 2 KiB output tail, so 10,000,000 bounds the stream near 25 GB.
 pub const EVENTS: Range = Range::new(0, 10_000_000, "entries");
 /// `events` when the configuration says nothing: a day of a job a minute for a
-/// fleet of seven jobs, about 5 MB with short outputs.
+/// fleet of seven jobs, about 2.2 MB with short outputs (docs/events.md).
 pub const DEFAULT_EVENTS: u64 = 10_000;
 /// `history -n`: entries to print.
 pub const HISTORY_COUNT: Range = Range::new(1, 1_000_000, "");

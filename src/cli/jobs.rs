@@ -22,7 +22,7 @@ use super::{out, parse_ts, parse_ts_with, print_line, rule_error, HistoryFormat}
 
 /// Who acts through a command, for the audit entries of the event stream.
 pub(super) fn who(config: &Config) -> Who {
-    Who::new(config, Via::Cli)
+    Who::new(config.events, Via::Cli)
 }
 
 pub(super) fn cmd_set(

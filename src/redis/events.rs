@@ -107,12 +107,10 @@ pub struct Who {
 }
 
 impl Who {
-    /// An action of `config`'s operator through `via`.
-    pub fn new(config: &crate::config::Config, via: Via) -> Who {
-        Who {
-            events: config.events,
-            via,
-        }
+    /// An action through `via` on a prefix whose stream keeps `events` entries
+    /// (`Config::events`).
+    pub fn new(events: u64, via: Via) -> Who {
+        Who { events, via }
     }
 
     /// Writes nothing (internal callers, tests).

@@ -122,7 +122,7 @@ fn allow(app: &App, headers: &HeaderMap) -> std::result::Result<(), ApiError> {
 /// Who acts through the control routes, for the audit entries: this server's user,
 /// host and pid, via `serve` (the HTTP client is known by its token only).
 fn by_serve(config: &Config) -> Who {
-    Who::new(config, Via::Serve)
+    Who::new(config.events, Via::Serve)
 }
 
 /// The reply to a control request: what was done, as a sentence and a word.

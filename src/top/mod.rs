@@ -479,7 +479,7 @@ fn detail(store: &mut Store<'_>, jobid: &str) -> Result<Vec<String>> {
 /// `pause`, `resume`, `kill`); the line for the footer.
 fn act(store: &mut Store<'_>, config: &Config, action: &Action) -> String {
     let now = timestamp::now();
-    let who = &Who::new(config, Via::Top);
+    let who = &Who::new(config.events, Via::Top);
     let outcome = match action {
         Action::RunNow(id) => control::run_job(store, id, now, who).map(|r| {
             let what = match r.ran {
