@@ -265,6 +265,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.attempts.clone(), "hash"),
             (k.kill.clone(), "hash"),
             (k.backlogs.clone(), "hash"),
+            (k.events.clone(), "stream"),
             (k.python_seen.clone(), "string"),
             (k.schedules_lost.clone(), "string"),
         ];

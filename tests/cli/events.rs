@@ -537,3 +537,34 @@ fn a_split_prefix_merges_its_shards_streams_in_order() {
         "{all}"
     );
 }
+
+/// A key of another type under the stream's name costs the events, never an outcome
+/// or an action; `check` names it.
+#[test]
+fn a_stream_key_of_another_type_costs_events_only_and_check_names_it() {
+    let t = setup();
+    let _: () = t.s.con().hset("t-events", "planted", "1").unwrap();
+    let w = t.worker(&["A"]);
+    t.set("flaky:A", "NOW");
+    assert!(t.wait_status("flaky:A", "DIE"));
+    bike(&t.s, t.d.path()).args(["pause", "--queue", "B"]).ok();
+    bike(&t.s, t.d.path()).args(["run", "flaky:A"]).ok();
+    assert!(wait_until(10.0, || t.runs().len() >= 2));
+    t.stop(w);
+    let history: usize = t.s.con().llen("t-recent-runs").unwrap();
+    assert_eq!(history, 2);
+    let planted: HashMap<String, String> = t.s.con().hgetall("t-events").unwrap();
+    assert_eq!(planted, [("planted".to_string(), "1".to_string())].into());
+    let o = bike(&t.s, t.d.path()).args(["check"]).run().code(1);
+    assert!(
+        o.stdout
+            .contains("odd-key,,t-events holds a hash where redbike keeps a stream"),
+        "{}",
+        o.stdout
+    );
+    // Reading it says which key to look at (exit 78, as other WRONGTYPE refusals).
+    bike(&t.s, t.d.path())
+        .args(["events"])
+        .run()
+        .fails(78, "redbike check");
+}
