@@ -62,11 +62,7 @@ pub(super) fn cmd_events(
             },
         )?
     } else {
-        let read = events::read(config, &filter)?;
-        for e in &read.events {
-            printer.print(e)?;
-        }
-        read.skipped
+        events::read(config, &filter, |e| printer.print(e))?
     };
     if skipped > 0 {
         say_skipped(skipped);

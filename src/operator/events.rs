@@ -123,15 +123,6 @@ impl Event {
     }
 }
 
-/// What [`read`] found.
-#[derive(Debug, Default)]
-pub struct Read {
-    /// The entries shown, oldest first.
-    pub events: Vec<Event>,
-    /// Entries skipped: another format or an unknown type.
-    pub skipped: usize,
-}
-
 /// A stream entry as Redis sends it.
 type Raw = (String, Vec<Vec<u8>>);
 
@@ -171,6 +162,32 @@ fn take(raw: Vec<Raw>, shard: usize, filter: &Filter, out: &mut Vec<Event>, skip
     }
 }
 
+/// The id right after `id` (the start of the next page: exclusive ranges need Redis
+/// 6.2).
+fn after_id(id: &str) -> String {
+    match id
+        .split_once('-')
+        .map(|(m, s)| (m.parse::<u64>(), s.parse::<u64>()))
+    {
+        Some((Ok(ms), Ok(u64::MAX))) => format!("{}-0", ms.saturating_add(1)),
+        Some((Ok(ms), Ok(seq))) => format!("{ms}-{}", seq + 1),
+        _ => "+".into(),
+    }
+}
+
+/// The id right before `id` (the end of the previous page, reading backwards).
+fn before_id(id: &str) -> String {
+    match id
+        .split_once('-')
+        .map(|(m, s)| (m.parse::<u64>(), s.parse::<u64>()))
+    {
+        Some((Ok(0), Ok(0))) => "-".into(),
+        Some((Ok(ms), Ok(0))) => format!("{}-{}", ms - 1, u64::MAX),
+        Some((Ok(ms), Ok(seq))) => format!("{ms}-{}", seq - 1),
+        _ => "-".into(),
+    }
+}
+
 /// The start of a read from `since` (unix seconds): XRANGE's `-` without it.
 fn start_of(since: Option<i64>) -> String {
     match since {
@@ -193,7 +210,7 @@ fn range_from(con: &mut Connection, key: &str, start: &str) -> RedisResult<Vec<R
             .query(con)?;
         let n = page.len();
         if let Some((last, _)) = page.last() {
-            from = format!("({last}");
+            from = after_id(last);
         }
         all.extend(page);
         if n < PAGE {
@@ -202,21 +219,88 @@ fn range_from(con: &mut Connection, key: &str, start: &str) -> RedisResult<Vec<R
     }
 }
 
-/// The entries `filter` shows of every shard of `config`'s prefix, oldest first.
-pub fn read(config: &Config, filter: &Filter) -> Result<Read> {
+/// One shard's stream read page by page from a start, for [`read`]'s merge.
+struct Cursor {
+    con: Connection,
+    key: String,
+    shard: usize,
+    /// XRANGE's next start.
+    from: String,
+    /// Read and not yet taken, oldest first.
+    page: std::collections::VecDeque<Event>,
+    /// Whether the stream's end was reached.
+    done: bool,
+}
+
+impl Cursor {
+    /// The oldest entry not yet taken (reading the next page when needed), counting
+    /// what is skipped; `None` at the end.
+    fn head(&mut self, skipped: &mut usize) -> RedisResult<Option<&Event>> {
+        while self.page.is_empty() && !self.done {
+            let raw: Vec<Raw> = redis::cmd("XRANGE")
+                .arg(&self.key)
+                .arg(&self.from)
+                .arg("+")
+                .arg("COUNT")
+                .arg(PAGE)
+                .query(&mut self.con)?;
+            self.done = raw.len() < PAGE;
+            if let Some((last, _)) = raw.last() {
+                self.from = after_id(last);
+            }
+            for r in raw {
+                match parse(r, self.shard) {
+                    Some(e) if e.known() => self.page.push_back(e),
+                    _ => *skipped += 1,
+                }
+            }
+        }
+        Ok(self.page.front())
+    }
+}
+
+/// Hands `show` the entries `filter` shows of every shard of `config`'s prefix, oldest
+/// first (the shards merged by id), a page of each shard at a time; returns how many
+/// were skipped (another format, an unknown type).
+pub fn read(
+    config: &Config,
+    filter: &Filter,
+    mut show: impl FnMut(&Event) -> Result<()>,
+) -> Result<usize> {
     let shards = shard::checked_all(config)?;
     let start = start_of(filter.since);
-    let parts = shard::map(&shards, |config| {
-        with_store(&config.redis, |store| {
-            Ok(range_from(store.con, &store.keys.events, &start)?)
-        })
-    })?;
-    let mut read = Read::default();
-    for (k, raw) in parts.into_iter().enumerate() {
-        take(raw, k, filter, &mut read.events, &mut read.skipped);
+    let mut cursors = Vec::new();
+    for (k, config) in shards.iter().enumerate() {
+        cursors.push(Cursor {
+            con: crate::redis::store::connect(&config.redis, crate::redis::store::COMMAND_TIMEOUT)?,
+            key: crate::redis::keys::Keys::new(&config.prefix).events,
+            shard: k,
+            from: start.clone(),
+            page: Default::default(),
+            done: false,
+        });
     }
-    read.events.sort_by_key(Event::key);
-    Ok(read)
+    let mut skipped = 0;
+    loop {
+        // The cursor whose head comes first.
+        let mut first: Option<(usize, (u64, u64, usize))> = None;
+        for (i, c) in cursors.iter_mut().enumerate() {
+            if let Some(e) = c.head(&mut skipped)? {
+                let key = e.key();
+                if first.is_none_or(|(_, k)| key < k) {
+                    first = Some((i, key));
+                }
+            }
+        }
+        let Some((i, _)) = first else {
+            return Ok(skipped);
+        };
+        if let Some(e) = cursors[i].page.pop_front() {
+            if filter.shows(&e) {
+                show(&e)?;
+            }
+        }
+    }
 }
 
 /// The last `n` entries `filter` shows of one stream, oldest first, and the id of its
@@ -242,7 +326,7 @@ fn last_of(
             .query(con)?;
         let len = page.len();
         if let Some((last, _)) = page.last() {
-            to = format!("({last}");
+            to = before_id(last);
         }
         if newest.is_none() {
             newest = page.first().map(|(id, _)| id.clone());
@@ -434,6 +518,10 @@ mod tests {
         assert!(since(1_700_000_000).shows(&run));
         assert!(!since(1_700_000_001).shows(&run));
         assert!(!event(&[("v", "2"), ("type", "run")]).known());
+        assert_eq!(after_id("5-1"), "5-2");
+        assert_eq!(after_id(&format!("5-{}", u64::MAX)), "6-0");
+        assert_eq!(before_id("5-1"), "5-0");
+        assert_eq!(before_id("5-0"), format!("4-{}", u64::MAX));
         assert!(!event(&[("v", "1"), ("type", "later")]).known());
     }
 }

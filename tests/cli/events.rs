@@ -568,3 +568,47 @@ fn a_stream_key_of_another_type_costs_events_only_and_check_names_it() {
         .run()
         .fails(78, "redbike check");
 }
+
+#[test]
+fn long_streams_are_read_in_pages_and_merged_in_order() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "rb.toml"),
+        format!(
+            "[redbike]\nprefix = \"{{s}}\"\nshards = 2\n\n[redbike-redis]\nurl = {:?}\n",
+            s.url()
+        ),
+    )
+    .unwrap();
+    let n = 2500;
+    let mut pipe = redis::pipe();
+    for i in 1..=n {
+        // Ids of both shards interleaved, some in the same millisecond.
+        let id = format!("{}-{}", 999_500 + i / 3, i % 3);
+        pipe.cmd("XADD")
+            .arg(format!("{{s/{}}}-events", i % 2))
+            .arg(id)
+            .arg(&["v", "1", "type", "action", "action", "set"])
+            .arg("target")
+            .arg(format!("j{i}:A"))
+            .ignore();
+    }
+    let _: () = pipe.query(&mut s.con()).unwrap();
+    let rb = || {
+        bare(d.path())
+            .env_remove("REDBIKE_PREFIX")
+            .args(["-c", "rb.toml", "events", "--format", "csv"])
+    };
+    let out = rb().ok();
+    let targets: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(8).unwrap())
+        .collect();
+    let want: Vec<String> = (1..=n).map(|i| format!("j{i}:A")).collect();
+    assert_eq!(targets, want);
+    let o = rb().args(["--since", "1000"]).ok();
+    // From 1,000,000 ms: i / 3 >= 500.
+    assert_eq!(o.lines().count(), 1 + (n - 1500 + 1), "{o}");
+}
