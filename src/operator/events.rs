@@ -126,6 +126,9 @@ impl Event {
 /// A stream entry as Redis sends it.
 type Raw = (String, Vec<Vec<u8>>);
 
+/// XREAD's reply: per stream, its name and entries; nil when the wait ran out.
+type Streams = Option<Vec<(String, Vec<Raw>)>>;
+
 /// Parses one raw entry of shard `shard`; `None` for an id that is not Redis's.
 fn parse(raw: Raw, shard: usize) -> Option<Event> {
     let (id, flat) = raw;
@@ -421,7 +424,7 @@ pub fn follow(
                 continue;
             };
             idle = false;
-            let reply: RedisResult<Option<Vec<(String, Vec<Raw>)>>> = redis::cmd("XREAD")
+            let reply: RedisResult<Streams> = redis::cmd("XREAD")
                 .arg("COUNT")
                 .arg(PAGE)
                 .arg("BLOCK")

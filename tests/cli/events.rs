@@ -175,6 +175,9 @@ fn events_are_written_without_history_and_not_with_events_0() {
     }
 }
 
+/// An audit entry's action, target and detail (empty: the step writes none).
+type Action<'a> = (&'a str, &'a str, &'a str);
+
 /// `redbike ARGS` as user `alice`.
 fn as_alice(t: &Setup, args: &[&str]) -> Outcome {
     bike(&t.s, t.d.path())
@@ -190,7 +193,7 @@ fn each_operator_action_is_one_audit_entry_naming_its_user() {
     let hour_ago = (now() - 3600).to_string();
     let later = (now() - 3600 + 150).to_string();
     std::fs::write(path(&t.d, "f.csv"), "l1:A,FREQ=MINUTELY\nl2:A,FREQ=DAILY\n").unwrap();
-    let steps: &[(&[&str], (&str, &str, &str))] = &[
+    let steps: &[(&[&str], Action)] = &[
         (
             &["set", "j:A", "FREQ=MINUTELY"],
             ("set", "j:A", "FREQ=MINUTELY"),
