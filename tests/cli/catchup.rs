@@ -129,6 +129,7 @@ fn skip_script(s: &RedisServer, score: &str, schedule: &str) -> redis::RedisResu
         .key("t-recent-runs")
         .key("t-recent-failures")
         .key("t-due")
+        .key("t-events")
         .arg("late:S")
         .arg(score)
         .arg(schedule)
@@ -139,6 +140,7 @@ fn skip_script(s: &RedisServer, score: &str, schedule: &str) -> redis::RedisResu
         .arg(0)
         .arg(1)
         .arg(1)
+        .arg(0)
         .invoke(&mut s.con())
 }
 
