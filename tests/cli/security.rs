@@ -60,6 +60,10 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "zcard",
     "zcount",
     "zmscore",
+    "xadd",
+    "xrange",
+    "xrevrange",
+    "xread",
     "incrby",
     "time",
     "publish",
@@ -385,6 +389,20 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     assert!(history.lines().count() >= 3, "{history}");
     let recovered = rb().args(["history", "hang:H", "--failures"]).ok();
     assert!(recovered.contains(",recovered,"), "{recovered}");
+    // And the event stream: runs, recoveries, actions.
+    let events = rb().args(["events"]).ok();
+    for part in [
+        " run    j:A ok",
+        " run    hang:H recovered",
+        " action l2:C pause acl",
+    ] {
+        assert!(events.contains(part), "{part}: {events}");
+    }
+    let followed = Bg(Some(rb().args(["events", "--follow"]).spawn()));
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(followed.child(), libc::SIGTERM);
+    let (code, err) = followed.finish(5.0);
+    assert_eq!(code, Some(0), "{err}");
 
     // No command was refused (Redis logs every refusal in the ACL log).
     let refused: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut s.con()).unwrap();
