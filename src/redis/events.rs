@@ -16,7 +16,7 @@ pub struct Actor {
     /// The login name: `$USER`, else `$LOGNAME`, else the name of the process's uid,
     /// else its number.
     pub user: String,
-    /// The host name (see [`crate::host`]).
+    /// The host name (as the registry and the run history name it).
     pub host: String,
     /// The process id.
     pub pid: u32,
