@@ -94,6 +94,10 @@ pub struct Config {
     /// Fleet-wide limits of particular queues (`[redbike.limits]`): at most that many
     /// of the queue's jobs leased at once over all workers.
     pub limits: BTreeMap<String, u64>,
+    /// Seconds within which the jobs of particular queues must succeed after their last
+    /// success (`[redbike.stale]`, see [`crate::stale`]); other queues' recurring jobs
+    /// get a bound derived from their schedules.
+    pub stale: BTreeMap<String, u64>,
     /// Seconds a dispatcher or worker stays listed after its last heartbeat
     /// (`heartbeat-ttl`, see `redis/registry.rs`).
     pub heartbeat_ttl: u64,
@@ -179,6 +183,7 @@ struct RedbikeTable {
     jitter: Option<BTreeMap<String, u64>>,
     retries: Option<BTreeMap<String, QueueRetriesTable>>,
     limits: Option<BTreeMap<String, u64>>,
+    stale: Option<BTreeMap<String, u64>>,
     heartbeat_ttl: Option<u64>,
     overdue_after: Option<u64>,
     history_limit: Option<u64>,
@@ -273,6 +278,7 @@ impl Config {
             timezone: self.timezone,
             jitter: self.jitter.clone(),
             retries: self.retries.clone(),
+            stale: self.stale.clone(),
         }
     }
 
@@ -383,6 +389,15 @@ impl Config {
                     message: format!("queue {queue}: {why}"),
                 })?;
         }
+        let stale = t.stale.unwrap_or_default();
+        for (queue, secs) in &stale {
+            limits::STALE
+                .check(*secs)
+                .map_err(|why| ConfigError::Value {
+                    key: "redbike.stale",
+                    message: format!("queue {queue}: {why}"),
+                })?;
+        }
         let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
         for (key, name) in queue_names
             .map(|q| ("redbike.queues", q))
@@ -391,6 +406,7 @@ impl Config {
             .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
             .chain(retries.keys().map(|q| ("redbike.retries", q.as_str())))
             .chain(queue_limits.keys().map(|q| ("redbike.limits", q.as_str())))
+            .chain(stale.keys().map(|q| ("redbike.stale", q.as_str())))
         {
             if let Some(why) = crate::redis::keys::queue_collision(name) {
                 return Err(ConfigError::Value {
@@ -501,6 +517,7 @@ impl Config {
             jitter,
             retries,
             limits: queue_limits,
+            stale,
             heartbeat_ttl,
             overdue_after,
             history_limit,

@@ -46,7 +46,7 @@
 //!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/pass.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua`
-//!   in `dispatch/lost_jobs.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
+//!   in `dispatch/lost_jobs.rs`; `stale.lua` in `dispatch/staleness.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
 //!   `redis/registry.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
 //!   `pause.lua`, `resume.lua` and `kill.lua` in `operator/control.rs`; `shards.lua` in
 //!   `redis/shards.rs`.
@@ -54,8 +54,8 @@
 //!   `dispatch/dispatcher.rs`; one pass moves due jobs into their queues (`pass.rs`);
 //!   what it knows between passes, how long it sleeps and the wake-ups it hears
 //!   (`ahead.rs`); catch-up after downtime (`catchup.rs`: skip, or all through a backlog), recovery of jobs whose
-//!   worker vanished (`lost_jobs.rs`: the expired leases and the sweep), the timefile
-//!   (`timefile.rs`).
+//!   worker vanished (`lost_jobs.rs`: the expired leases and the sweep), jobs that went
+//!   stale (`staleness.rs`, with `stale.lua`), the timefile (`timefile.rs`).
 //! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
 //!   with `FnRunner`, `Settings`); how a worker starts, its flags merged over the
 //!   configuration and a loop per shard served (`launch.rs`); the event loop in
@@ -82,6 +82,9 @@
 //!   there.
 //! - `backfill.rs`: runs of past occurrences (`redbike backfill`, catch-up `all`): the
 //!   instants of a range, and what a job's backlog (`P-backlog-JOBID`) is.
+//! - `stale.rs`: staleness, jobs that have not succeeded for longer than they should:
+//!   the deadline a success (or a `set`) gives a job, from its schedule or its queue's
+//!   `[redbike.stale]` bound, and what `P-stale` keeps of a stale job.
 //! - `retries.rs`: retries of failed runs (`[redbike.retries.Q]`): the backoff, which
 //!   attempt of which occurrence a run is, and the field `P-attempts` keeps of it.
 //! - `operator/`: commands that read or repair a prefix, over all its shards, returning
@@ -134,9 +137,10 @@
 //!    and the environment, merged; it checks the Redis settings and derives the
 //!    topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
-//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`, `terminal`), `policy` (uses `jitter`,
+//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`, `terminal`), `policy` (uses `jitter`, `stale`,
 //!    `retries`, `schedule`, `status`), `retries` (uses `jitter`, `jobid`, `schedule`),
-//!    `backfill` (uses `jitter`, `schedule`),
+//!    `backfill` (uses `jitter`, `schedule`), `stale` (uses `jitter`, `jobid`,
+//!    `schedule`),
 //!    `jitter` (uses `jobid`, `schedule`), `error` (the error
 //!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
 //!    `shutdown` (uses `log`).
@@ -163,6 +167,7 @@ pub mod schedule;
 pub mod serve;
 pub mod shard;
 pub mod shutdown;
+pub mod stale;
 pub(crate) mod status;
 pub mod terminal;
 pub(crate) mod test_hook;

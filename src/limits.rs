@@ -58,6 +58,9 @@ pub const BACKOFF: Range = Range::new(0, YEAR, "seconds");
 pub const RETRY_ATTEMPTS: Range = Range::new(1, 100, "");
 /// `backoff-min` and `backoff-max` of `[redbike.retries.Q]`: seconds between attempts.
 pub const RETRY_BACKOFF: Range = Range::new(1, 7 * 86_400, "seconds");
+/// `stale.Q`: seconds a job of queue Q must succeed within after its last success
+/// (see [`crate::stale`]).
+pub const STALE: Range = Range::new(1, YEAR, "seconds");
 /// `[redbike.limits]`: most jobs of a queue leased at once over all workers.
 pub const QUEUE_LIMIT: Range = Range::new(1, 1_000_000, "");
 /// `-j/--concurrency`, `concurrency`: jobs one worker runs at once.

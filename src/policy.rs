@@ -40,6 +40,19 @@ pub(crate) struct Policy {
     pub jitter: BTreeMap<String, u64>,
     /// Per-queue retries of failed runs (`[redbike.retries.Q]`).
     pub retries: BTreeMap<String, Retries>,
+    /// Per-queue bounds of staleness (`[redbike.stale]`, see [`crate::stale`]).
+    pub stale: BTreeMap<String, u64>,
+}
+
+impl Policy {
+    /// What the deadlines of jobs are computed from (see [`crate::stale`]).
+    pub fn bounds(&self) -> crate::stale::Bounds<'_> {
+        crate::stale::Bounds {
+            queues: &self.stale,
+            jitter: &self.jitter,
+            timezone: self.timezone,
+        }
+    }
 }
 
 /// How a run ended, as the job reports it.
@@ -348,6 +361,7 @@ mod tests {
             timezone: Tz::UTC,
             jitter: BTreeMap::new(),
             retries: BTreeMap::new(),
+            stale: BTreeMap::new(),
         }
     }
 

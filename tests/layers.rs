@@ -22,23 +22,24 @@ const MAY_IMPORT: &[(&str, &str)] = &[
     // 1.
     ("cli", "*"),
     // `redbike serve`: used by the command line only, off the loops' code.
-    ("serve", "operator top shard config redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("serve", "operator top shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // 2. `top` acts through `operator` (run, pause, resume); none uses the loops.
-    ("top", "operator work shard config redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
-    ("operator", "work shard config redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
-    ("dispatch", "shard config redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
-    ("work", "shard config redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("top", "operator work shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("operator", "work shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("dispatch", "shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("work", "shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // The claim logic is pure functions; the view's state knows nothing of Redis.
     ("work/claim", ""),
     ("top/app", ""),
     // 3.
-    ("shard", "config redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
-    ("config", "redis history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("shard", "config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("config", "redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // 4. Never `config`: it takes an `Access`.
-    ("redis", "history policy backfill retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    ("redis", "history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // 5.
     ("history", "error host jobid log status terminal"),
-    ("policy", "jitter retries schedule status"),
+    ("policy", "jitter retries schedule stale status"),
+    ("stale", "jitter jobid schedule"),
     ("retries", "jitter jobid schedule"),
     ("backfill", "jitter schedule"),
     ("jitter", "jobid schedule"),

@@ -55,6 +55,9 @@ pub(super) struct Ahead {
     pub(super) last: Instant,
     /// When the earliest recovery instant in the running index falls due.
     pub(super) recovery: Option<Instant>,
+    /// The earliest deadline of `P-fresh-until` (see [`crate::stale`]): the second
+    /// after it, a job goes stale.
+    pub(super) deadline: Option<i64>,
     /// Redis's clock, which passes judge due jobs by.
     pub(super) clock: RedisClock,
 }
@@ -70,6 +73,7 @@ impl Ahead {
             judging: false,
             last: Instant::now(),
             recovery: None,
+            deadline: None,
             clock: RedisClock::default(),
         }
     }
@@ -116,6 +120,7 @@ impl Ahead {
             }
         }
         self.known = p.next;
+        self.deadline = p.deadline;
         self.last = Instant::now();
         // Entries already stale (recovery waits after an outage) are looked at again in a
         // second, not at once.
@@ -126,7 +131,7 @@ impl Ahead {
 
     /// How long to sleep after the pass at `point`: until the next second while Python
     /// peers are seen (or wake-ups do not arrive), else until the earliest of the next
-    /// due job, the earliest recovery instant, the next heartbeat (`beat`), the next
+    /// due job, the earliest deadline, the earliest recovery instant, the next heartbeat (`beat`), the next
     /// sweep call (`sweep`, see [`Recovery::sweep_due`]) and [`QUIET_POLL`] after the
     /// last pass.
     pub(super) fn sleep(&self, point: i64, beat: Instant, sweep: Option<Instant>) -> Duration {
@@ -143,6 +148,11 @@ impl Ahead {
         // a job can fall due is the next second.
         if let Some(due) = earlier(self.known, self.announced) {
             wait = wait.min(self.clock.until(due.max(point + 1)));
+        }
+        // A deadline passes at the end of its second; a pass of the second after it
+        // finds the job stale.
+        if let Some(deadline) = self.deadline {
+            wait = wait.min(self.clock.until((deadline + 1).max(point + 1)));
         }
         wait
     }

@@ -26,6 +26,7 @@ use crate::{
     dispatch::ahead::{spawn_listener, Ahead, Wake, OVERSLEPT},
     dispatch::catchup,
     dispatch::lost_jobs::Recovery,
+    dispatch::staleness,
     dispatch::pass::{log_pass, pass_with},
     dispatch::timefile,
     error::{Error, Result},
@@ -81,6 +82,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     let mut last = point.unwrap_or_else(timestamp::now);
     let mut odd_logged = false;
     let mut recovery = Recovery::new(config.policy(), config.history_limit, config.events);
+    let policy = config.policy();
     let mut watch = Watch::new(&config.redis, "dispatcher");
     let mut registration = Registration::new(
         &config.redis,
@@ -155,6 +157,19 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                     ahead.heard(w);
                 }
                 ahead.end_pass(&p, at, expected);
+                let second = ahead.clock.second();
+                if p.deadline.is_some_and(|d| d < second) {
+                    let bounds = policy.bounds();
+                    let found = staleness::pass(&mut store, &bounds, config.events, second - 1)?;
+                    if found.marked > 0 {
+                        crate::log_warn!(
+                            "{} job(s) went stale: no success within their bound; `redbike check` lists them",
+                            found.marked
+                        );
+                    }
+                    ahead.deadline = found.next;
+                    ahead.now |= found.looked == staleness::BATCH;
+                }
                 if ahead.peers.to_write() {
                     write_evidence(store.con, &mut ahead.peers, registration.id())?;
                 }

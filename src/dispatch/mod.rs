@@ -7,6 +7,7 @@ pub(crate) mod catchup;
 pub mod dispatcher;
 pub(crate) mod lost_jobs;
 pub mod pass;
+pub(crate) mod staleness;
 pub(crate) mod timefile;
 
 /// The sweep's calls and pace, for the benchmark's scale series (the rest of it

@@ -41,6 +41,9 @@ pub struct Pass {
     /// The point in time it took due jobs by: the given one, or Redis's clock for a
     /// live pass that found the timeline not empty.
     pub point: Option<i64>,
+    /// The earliest deadline in `P-fresh-until` (the second by which it passes), when
+    /// a job has one (see [`crate::stale`]).
+    pub deadline: Option<i64>,
 }
 
 /// Moves every job due at or before `point` into its queue, in batches, or, with no
@@ -72,7 +75,7 @@ pub fn pass_with(
             usize,
             Option<String>,
             Option<f64>,
-            (Option<f64>, Option<i64>),
+            (Option<f64>, Option<i64>, Option<f64>),
         );
         let mut call = scripts::DISPATCH.prepare_invoke();
         call.key(&store.keys.timeline)
@@ -82,6 +85,7 @@ pub fn pass_with(
             .key(&store.keys.due)
             .key(&store.keys.paused)
             .key(&store.keys.python_seen)
+            .key(&store.keys.fresh_until)
             .arg(&store.keys.prefix)
             .arg(point.map_or(String::new(), |p| p.to_string()))
             .arg(BATCH)
@@ -101,7 +105,7 @@ pub fn pass_with(
             paused,
             python_seen,
             head,
-            (next, used),
+            (next, used, deadline),
         ): Reply = call.invoke(store.con)?;
         if beat_result != 0 {
             total.beat = beat_result; // only the first batch carries one
@@ -122,6 +126,7 @@ pub fn pass_with(
         // by hand) is taken at S + 1.
         total.next = next.map(|t| t.ceil() as i64);
         total.point = used;
+        total.deadline = deadline.map(|t| t.ceil() as i64);
         if taken < BATCH {
             return Ok(total);
         }

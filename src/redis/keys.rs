@@ -27,6 +27,9 @@
 //! | `P-kill` | hash | job id -> the lease tag of the run `redbike kill` asked to stop, until that run's outcome is written (new here) |
 //! | `P-backlogs` | hash | job id -> the timeline instant its schedule goes back to after its backlog (0: none yet), for each job with a backlog (new here, see [`crate::backfill`]) |
 //! | `P-backlog-JOBID` | list | the due instants still to run of a job's backfill or catch-up, oldest first (new here) |
+//! | `P-fresh-until` | sorted set | job id scored by the unix second by which it must next succeed, for each recurring job (and `CONTINUE` job of a queue with a `[redbike.stale]` bound) not stale (new here, see [`crate::stale`]) |
+//! | `P-stale` | hash | stale job id -> `SINCE:BOUND:WENT`: its last success (0: none known), the seconds it had to succeed within after it (0: not known), when it was found stale (new here) |
+//! | `P-events` | stream | the event stream (new here, see docs/events.md) |
 //! | `P-shards` | string | the shards the prefix is split into, when more than one; their keys are under `{TAG/K}` (new here, see `crate::shard`) |
 //! | `P-python-seen` | string, expiring | evidence that a Python process shares the prefix: idle processes look for work every second while it exists (new here, see `crate::redis::peers`) |
 //! | `P-schedules-lost` | string, expiring | what a process saw when the prefix lost its schedules and its registration at once: Redis came back empty? (new here, see `crate::redis::registry`) |
@@ -87,6 +90,11 @@ pub struct Keys {
     /// `P-events`: the event stream, a capped Redis stream of run outcomes, staleness
     /// changes and operator actions (see docs/events.md).
     pub events: String,
+    /// `P-fresh-until`: each job's deadline, the unix second by which it must next
+    /// succeed (see [`crate::stale`]).
+    pub fresh_until: String,
+    /// `P-stale`: the stale jobs (see [`crate::stale::Stale`]).
+    pub stale: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
     /// `P-python-seen`: evidence of a Python peer, expiring (see
@@ -162,6 +170,8 @@ impl Keys {
             kill: format!("{prefix}-kill"),
             backlogs: format!("{prefix}-backlogs"),
             events: format!("{prefix}-events"),
+            fresh_until: format!("{prefix}-fresh-until"),
+            stale: format!("{prefix}-stale"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),

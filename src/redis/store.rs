@@ -394,6 +394,8 @@ impl Store<'_> {
             .key(&self.keys.attempts)
             .key(&self.keys.backlogs)
             .key(self.keys.backlog(jobid))
+            .key(&self.keys.fresh_until)
+            .key(&self.keys.stale)
             .arg(jobid);
         audit.add_to(&mut inv, self.keys);
         let found: i64 = inv.invoke(self.con)?;

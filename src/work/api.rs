@@ -193,7 +193,10 @@ pub struct Settings {
     /// History entries left unfiled before a busy worker files them
     /// (`history-backlog`, see `work/filing.rs`).
     pub history_backlog: u64,
-    /// Entries kept in the event stream (`events`; 0: none written, docs/events.md).
+    /// Seconds within which the jobs of particular queues must succeed after their last
+    /// success (`[redbike.stale]`, see [`crate::stale`]).
+    pub stale: BTreeMap<String, u64>,
+    /// Entries kept in the event stream (`events`; 0: none written).
     pub events: u64,
     /// The `-j` of the whole process, which it registers (see `redis/registry.rs`),
     /// when it runs a loop per shard each with a share of it; `None`: `concurrency`.
@@ -219,6 +222,7 @@ impl Settings {
             limits: config.limits.clone(),
             history_limit: config.history_limit,
             history_backlog: config.history_backlog,
+            stale: config.stale.clone(),
             events: config.events,
             process_concurrency: None,
         }
@@ -232,6 +236,7 @@ impl Settings {
             timezone: self.timezone,
             jitter: self.jitter.clone(),
             retries: self.retries.clone(),
+            stale: self.stale.clone(),
         }
     }
 }
@@ -256,6 +261,7 @@ mod tests {
             limits: BTreeMap::new(),
             history_limit: 20,
             history_backlog: 100,
+            stale: BTreeMap::new(),
             events: 0,
             process_concurrency: None,
         }

@@ -18,6 +18,7 @@ use crate::{
     redis::registry,
     redis::scripts::worker::{self as worker_scripts, FinishReply, Finished, Release},
     retries::Attempt,
+    schedule::Schedule,
     work::{
         filing::Filing,
         pool::{Ended, Pool, Ready},
@@ -70,6 +71,8 @@ pub(super) struct Writing<'a> {
     /// The fleet-wide limits of queues (`[redbike.limits]`): the end of a run of a
     /// limited queue wakes the workers waiting for room in it.
     pub limits: &'a BTreeMap<String, u64>,
+    /// Entries kept in the event stream (0: none written).
+    pub events: u64,
 }
 
 impl Outbox {
@@ -197,6 +200,13 @@ impl Outbox {
                 true => run_entry(f, &decision, w.lost_schedules),
                 false => (String::new(), ""),
             };
+            let fresh = matches!(f.end, End::Reported(RunResult::Success { .. })).then(|| {
+                // The schedule in force after the run: NOW and AT leave STOP.
+                let after = decision.store.or(schedule)?;
+                let parsed = Schedule::parse(after).ok()?;
+                let ran = f.ran.as_secs_f64().ceil() as u64;
+                w.policy.bounds().deadline(&f.job.id, &parsed, at, ran)
+            });
             Finished {
                 jobid: &f.job.id,
                 tag: &f.tag,
@@ -206,6 +216,7 @@ impl Outbox {
                 kind,
                 claimed_at: f.job.claimed_at,
                 limited: w.limits.contains_key(&f.job.queue),
+                fresh,
             }
         });
         worker_scripts::add_finish(

@@ -273,6 +273,7 @@ fn due_notes_only_for_jobs_queued_late() {
         .key("t-due")
         .key("t-paused")
         .key("t-python-seen")
+        .key("t-fresh-until")
         .arg("t")
         .arg(now)
         .arg(10)

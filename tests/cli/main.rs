@@ -31,6 +31,7 @@ mod security;
 mod serve;
 mod shards;
 mod soak;
+mod stale;
 mod text;
 mod top;
 mod topology;

@@ -16,8 +16,11 @@
 -- another type (`redbike check` names it).
 -- A paused job found due (a Python worker put it back after its run) leaves the
 -- timeline without being queued, with status PAU.
--- KEYS: timeline, statuses, control, leases, due, paused, python-seen[, procs, this
---       dispatcher's description key]
+-- Also reads the earliest deadline of `fresh-until` (crate::stale), so that the
+-- dispatcher wakes for the first job to go stale at no cost of its own (a key of
+-- another type there reads as none: `check` names it).
+-- KEYS: timeline, statuses, control, leases, due, paused, python-seen, fresh-until[,
+--       procs, this dispatcher's description key]
 -- ARGV: prefix, point in time ("" = Redis's clock: a live pass), limit, now (the
 --       statuses' time of a pass at a given point)[, process id, description (JSON),
 --       ttl]
@@ -37,7 +40,8 @@
 -- written, 0 none asked, -1 refused (procs holds another type: the pass goes on),
 -- paused jobs dropped, python-seen's value or false, the timeline's first score when
 -- the pass began or false, {its first score when the pass ended or false, the point in
--- time the pass took due jobs by or false (none: the timeline was empty)}}
+-- time the pass took due jobs by or false (none: the timeline was empty), the earliest
+-- deadline of fresh-until or false}}
 local timeline, statuses = KEYS[1], KEYS[2]
 local prefix, now = ARGV[1], ARGV[4]
 local live = ARGV[2] == ""
@@ -54,6 +58,8 @@ local seen = {}
 local control = redis.pcall("MGET", KEYS[3], KEYS[7])
 local head = redis.pcall("ZRANGE", KEYS[4], 0, 0, "WITHSCORES")
 local first = redis.pcall("ZRANGE", timeline, 0, 0, "WITHSCORES")
+local fresh = redis.pcall("ZRANGE", KEYS[8], 0, 0, "WITHSCORES")
+local deadline = not failed(fresh) and fresh[2] or false
 if failed(control) or failed(head) or failed(first) then
   local bad = wrong_type({timeline, "zset", KEYS[3], "string", KEYS[4], "zset"}, seen)
   if bad then
@@ -82,16 +88,17 @@ end
 -- written), then the description.
 local beat = 0
 if ARGV[5] then
-  if bad_number(ARGV[7], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[8], ARGV[5])) then
+  if bad_number(ARGV[7], 1, MAX_TTL, "heartbeat ttl") or failed(redis.pcall("SADD", KEYS[9], ARGV[5])) then
     beat = -1
   else
-    redis.call("SET", KEYS[9], ARGV[6], "EX", ARGV[7])
+    redis.call("SET", KEYS[10], ARGV[6], "EX", ARGV[7])
     beat = 1
   end
 end
 local head = first[2] or false
 if #first == 0 or tonumber(first[2]) > tonumber(point) then
-  return {0, 0, 0, halted, lease, 0, clock, beat, 0, python, head, {head, point or false}}
+  return {0, 0, 0, halted, lease, 0, clock, beat, 0, python, head,
+    {head, point or false, deadline}}
 end
 -- Due jobs: from here on the pass writes, so every key it touches is checked first.
 local bad = wrong_type({timeline, "zset", statuses, "hash", KEYS[3], "string", KEYS[4], "zset",
@@ -190,4 +197,4 @@ if deferred > 0 then
 end
 local after = redis.call("ZRANGE", timeline, 0, 0, "WITHSCORES")
 return {#due, enqueued, deferred, halted, lease, odd, clock, beat, paused, python, head,
-  {after[2] or false, point}}
+  {after[2] or false, point, deadline}}

@@ -41,9 +41,15 @@
 -- put off (kept in `backlogs`), so no occurrence falls between. A STOP schedule (set,
 -- or asked for by the job) and an unset drop the backlog. Looked up only while
 -- `backlogs` is a hash (a key of another type: no backlog is run; `check` names it).
+-- Staleness (crate::stale): a success with a deadline writes it to `fresh-until` (one
+-- ZADD; in a batch one for all); a success of a job in `stale` takes it out and writes
+-- a `fresh` event (docs/events.md) with when it went stale. `stale` is looked at only
+-- while it is a hash, `fresh-until` written only while it is a sorted set (or none):
+-- keys of another type (`check` names them) cost the staleness, never the outcome.
+-- An unset job leaves both.
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
 --       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts,
---       kill, backlogs, events; then per job (KS each):
+--       kill, backlogs, events, fresh-until, stale; then per job (KS each):
 --       queue, members, lease, history, backlog
 -- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
 --       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
@@ -53,7 +59,9 @@
 --       the job, "o" another failure, for the recent failures only, "" other), the run's start on Redis's clock (from claim.lua; "" = unknown),
 --       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write),
 --       whether its queue has a fleet-wide limit (flag: its end wakes the workers
---       waiting for room in it while jobs wait there)
+--       waiting for room in it while jobs wait there), its staleness ("" not a
+--       success; "+" a success without a deadline; else a success and the unix second
+--       by which it must succeed again)
 --       then, once: history limit per job, recent runs kept, recent failures kept,
 --       the minute of now (unix seconds / 60), whether to write entries to their
 --       jobs' lists at once, else to the unfiled runs (flag: "1" or "0"), events kept
@@ -65,7 +73,7 @@
 -- (nothing is written for it; the other jobs are recorded), else {result}.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 16, 5, 16
+local FIXED, KS, AS = 18, 5, 17
 local jobs = (#KEYS - FIXED) / KS
 local limit = tonumber(ARGV[AS * jobs + 1])
 local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
@@ -75,10 +83,10 @@ local events_kept = ARGV[AS * jobs + 6]
 local history = limit ~= 0
 local batch = jobs >= BATCH_FROM
 -- In a batch, written at the end in one call each: leases to delete, jobs leaving the
--- running index, schedules to store. Wake-ups are published once per channel.
-local gone, done, stores = nil, nil, nil
+-- running index, schedules to store, deadlines. Wake-ups are published once per channel.
+local gone, done, stores, deadlines = nil, nil, nil, nil
 if batch then
-  gone, done, stores = {}, {}, {}
+  gone, done, stores, deadlines = {}, {}, {}, {}
 end
 local woken, wake_order, first_due = nil, nil, nil
 
@@ -216,6 +224,36 @@ end
 local any_paused, any_rerun, any_attempts, any_kill = false, false, false, false
 -- Whether `backlogs` is a hash: jobs' backlogs are looked up only then.
 local any_backlog = false
+-- Whether `stale` is a hash and `fresh-until` a sorted set or none: looked up once,
+-- at the first success of the call (nil: not yet).
+local any_stale, fresh_ok = nil, nil
+
+-- A success (`fresh` as the header says): its deadline written, and the job taken out
+-- of `stale` with a `fresh` event if it was stale.
+local function freshen(k, jobid, fresh)
+  if any_stale == nil then
+    any_stale = redis.call("TYPE", k.stale)["ok"] == "hash"
+    local t = redis.call("TYPE", k.fresh_until)["ok"]
+    fresh_ok = t == "zset" or t == "none"
+  end
+  if fresh ~= "+" and fresh_ok then
+    later(deadlines, "ZADD", k.fresh_until, fresh, jobid)
+  end
+  if any_stale then
+    local field = redis.call("HGET", k.stale, jobid)
+    if field then
+      redis.call("HDEL", k.stale, jobid)
+      emit(k.events, events_kept, "type", "fresh", "job", jobid, "queue",
+        string.match(jobid, "([^:]*)$"), "since", string.match(field, "([^:]*)$"))
+    end
+  end
+end
+
+-- An unset job leaves `fresh-until` and `stale` (never a key of another type).
+local function forget_staleness(k, jobid)
+  redis.pcall("ZREM", k.fresh_until, jobid)
+  redis.pcall("HDEL", k.stale, jobid)
+end
 
 -- The next instant of a job's backlog, or nil and the instant to place it at instead
 -- of `due` (nil: its placement stands) once the backlog is empty. `action`, `due`:
@@ -293,6 +331,7 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     if any_backlog then
       drop_backlog(k.backlogs, k.backlog, jobid)
     end
+    forget_staleness(k, jobid)
     return {"unset"}
   end
   note_attempts(k, jobid, attempts, mode == "place" and action ~= "stop")
@@ -381,6 +420,11 @@ local function finish(k, lease, current, a)
   if out[1] ~= "changed" then
     record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], out[1] == "unset", lease ~= ARGV[a + 2])
   end
+  local word = out[1]
+  if ARGV[a + 17] ~= "" and word ~= "stale" and word ~= "changed" and word ~= "unset"
+      and word ~= "held" and word ~= "bad" then
+    freshen(k, ARGV[a + 1], ARGV[a + 17])
+  end
   if ARGV[a + 16] == "1" and out[1] ~= "stale" and out[1] ~= "changed"
       and redis.call("LLEN", k.queue) > 0 then
     wake(ARGV[a + 10], "1")
@@ -402,6 +446,8 @@ for i = 0, jobs - 1 do
     and bad_number(ARGV[a + 6], 0, MAX_UNIX, "due time"))
     or (ARGV[a + 14] ~= "" and not tonumber(ARGV[a + 14])
       and redis.error_reply("ERR run start " .. ARGV[a + 14] .. " is not a number"))
+    or (ARGV[a + 17] ~= "" and ARGV[a + 17] ~= "+"
+      and bad_number(ARGV[a + 17], 0, MAX_UNIX, "deadline"))
   odd[i + 1] = wrong_type({KEYS[FIXED + 1 + KS * i], "list", KEYS[FIXED + 2 + KS * i], "set"},
     seen)
 end
@@ -439,7 +485,8 @@ local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            failures = KEYS[4], leases = KEYS[5], recent_runs = KEYS[6],
            recent_failures = KEYS[7], runs_per_minute = KEYS[8], due = KEYS[9],
            paused = KEYS[10], rerun = KEYS[11], unfiled = KEYS[12], attempts = KEYS[13],
-           kill = KEYS[14], backlogs = KEYS[15], events = KEYS[16]}
+           kill = KEYS[14], backlogs = KEYS[15], events = KEYS[16],
+           fresh_until = KEYS[17], stale = KEYS[18]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
   k.queue, k.members, k.lease, k.history, k.backlog = KEYS[ki + 1], KEYS[ki + 2],
@@ -465,6 +512,7 @@ if batch then
   chunked("DEL", false, gone)
   chunked("ZREM", KEYS[5], done)
   chunked("HSET", KEYS[1], stores)
+  chunked("ZADD", KEYS[17], deadlines)
   flush_statuses(KEYS[2])
 end
 out[jobs + 1] = flush_history(k)

@@ -13,6 +13,7 @@
 //! | register | `Registration::register` (`redis/registry.rs`) |
 //! | dispatch | `dispatch::pass::pass_with` |
 //! | sweep | `dispatch::lost_jobs::sweep` |
+//! | stale | `dispatch::staleness::pass` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
@@ -96,5 +97,7 @@ pub static PAUSE: LazyLock<Script> = script!("pause.lua");
 pub static RESUME: LazyLock<Script> = script!("resume.lua");
 /// A dead worker's running-index entries fall due for recovery now.
 pub static DIED: LazyLock<Script> = script!("died.lua");
+/// `dispatch`: mark the jobs whose deadline passed as stale (crate::stale).
+pub static STALE: LazyLock<Script> = script!("stale.lua");
 /// `kill`: ask the worker that runs a job to stop this run.
 pub static KILL: LazyLock<Script> = script!("kill.lua");

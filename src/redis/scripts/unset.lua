@@ -3,11 +3,13 @@
 -- later set of the same id can queue it again. Its pause and a run asked go too.
 -- Its run history goes too (the list and its due field, never a key of another type
 -- under their names, so such a key never stops an unset; `redbike check` names it).
--- A retry it waited for goes too, and its backlog (crate::backfill).
+-- A retry it waited for goes too, and its backlog (crate::backfill), and its deadline
+-- and staleness (crate::stale; pcalls: keys of another type under those names are left
+-- alone, and never stop an unset).
 -- The operator's audit entry (audit in common.lua) goes to the event stream when the
 -- job had a schedule.
 -- KEYS: schedules, statuses, timeline, queue, members, failures, history, due, paused,
---       rerun, attempts, backlogs, backlog, events
+--       rerun, attempts, backlogs, backlog, fresh-until, stale, events
 -- ARGV: jobid, then the audit entry (8)
 local jobid = ARGV[1]
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset",
@@ -34,7 +36,9 @@ end
 drop_history(KEYS[7])
 drop_backlog(KEYS[12], KEYS[13], jobid)
 redis.pcall("HDEL", KEYS[8], jobid)
+redis.pcall("ZREM", KEYS[14], jobid)
+redis.pcall("HDEL", KEYS[15], jobid)
 if found == 1 then
-  audit(KEYS[14], 2)
+  audit(KEYS[16], 2)
 end
 return found

@@ -132,6 +132,9 @@ pub(crate) struct Finished<'a> {
     /// Whether its queue has a fleet-wide limit (`[redbike.limits]`): its end wakes
     /// the workers waiting for room.
     pub limited: bool,
+    /// Its staleness: `None` not a success; else a success, with the deadline of its
+    /// next one, if it has one (see [`crate::stale`]).
+    pub fresh: Option<Option<i64>>,
 }
 
 /// Adds one finish.lua call for all of `runs` to `pipe`; `history_limit` entries are
@@ -163,7 +166,9 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.attempts)
         .key(&keys.kill)
         .key(&keys.backlogs)
-        .key(&keys.events);
+        .key(&keys.events)
+        .key(&keys.fresh_until)
+        .key(&keys.stale);
     for f in runs {
         let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
@@ -187,7 +192,12 @@ pub(crate) fn add_finish<'a>(
             .arg(f.kind)
             .arg(f.claimed_at.map(|t| format!("{t:.6}")).unwrap_or_default())
             .arg(f.decision.attempts.wire())
-            .arg(scripts::flag(f.limited));
+            .arg(scripts::flag(f.limited))
+            .arg(match f.fresh {
+                None => String::new(),
+                Some(None) => "+".into(),
+                Some(Some(t)) => t.to_string(),
+            });
     }
     inv.arg(history_limit)
         .arg(crate::history::RECENT_RUNS)
