@@ -67,7 +67,7 @@ pub(super) fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     }
     let remaining = summary.problems - summary.repaired.min(summary.problems);
     say!(
-        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}{}{}",
+        "check: {} problem(s) in {} job(s) across {} queue(s){}{}{}{}{}{}",
         summary.problems,
         summary.jobs,
         summary.queues,
@@ -86,6 +86,11 @@ pub(super) fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
                 ", {} job(s) overdue (no dispatcher runs, or HALT is set)",
                 summary.overdue
             )
+        } else {
+            String::new()
+        },
+        if summary.stale > 0 {
+            format!(", {} job(s) stale (no success within their bound)", summary.stale)
         } else {
             String::new()
         },

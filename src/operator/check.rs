@@ -61,6 +61,9 @@ pub struct Summary {
     pub overdue: usize,
     /// Jobs paused (`redbike pause`).
     pub paused: usize,
+    /// Jobs stale: not succeeded for longer than they should (see [`crate::stale`]);
+    /// reported, not problems of the data.
+    pub stale: usize,
     /// Job ids `set` refuses that work all the same (`odd-id` rows).
     pub odd_ids: usize,
 }
@@ -161,6 +164,7 @@ impl Summary {
         self.repaired += other.repaired;
         self.held += other.held;
         self.overdue += other.overdue;
+        self.stale += other.stale;
         self.paused += other.paused;
         self.odd_ids += other.odd_ids;
     }
@@ -226,7 +230,65 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         {
             self.check_control_hashes()?;
         }
+        let (fresh_until, stale) = (k.fresh_until.clone(), k.stale.clone());
+        if self.fits(&fresh_until, "zset") && self.fits(&stale, "hash") {
+            self.check_stale()?;
+        }
         Ok(self.summary)
+    }
+
+    /// Reports the stale jobs (`P-stale`), and the jobs whose deadline passed that no
+    /// dispatcher has marked yet (none runs, or it has not passed since), kind `stale`.
+    fn check_stale(&mut self) -> RedisResult<()> {
+        let k = self.store.keys;
+        let now = crate::schedule::timestamp::now();
+        let mut found: Vec<(String, String)> = Vec::new();
+        let mut scan = Scan::new("HSCAN", Some(&k.stale), &[]);
+        while let Some(page) = scan.next_page::<(String, String)>(self.store.con)? {
+            for (id, raw) in page {
+                found.push((id.clone(), stale_detail(&raw)));
+            }
+        }
+        let mut from = 0;
+        loop {
+            let page: Vec<(String, f64)> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&k.fresh_until)
+                .arg("-inf")
+                .arg(format!("({now}"))
+                .arg("WITHSCORES")
+                .arg("LIMIT")
+                .arg(from)
+                .arg(CHUNK)
+                .query(self.store.con)?;
+            let n = page.len();
+            for (id, deadline) in page {
+                let d = deadline as i64;
+                found.push((
+                    id,
+                    format!(
+                        "no success by its deadline {} ({}s ago); not yet marked: no dispatcher has looked since (see redbike ps)",
+                        crate::schedule::timestamp::iso_utc(d),
+                        now.saturating_sub(d)
+                    ),
+                ));
+            }
+            if n < CHUNK {
+                break;
+            }
+            from += CHUNK;
+        }
+        found.sort();
+        for (id, detail) in found {
+            let f = Finding {
+                kind: "stale",
+                queue: queue_of(&id).to_string(),
+                jobid: id,
+                detail,
+            };
+            (self.emit)(&f);
+            self.summary.stale += 1;
+        }
+        Ok(())
     }
 
     /// Whether `key` is of type `kind` or missing.
@@ -266,6 +328,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.kill.clone(), "hash"),
             (k.backlogs.clone(), "hash"),
             (k.events.clone(), "stream"),
+            (k.fresh_until.clone(), "zset"),
+            (k.stale.clone(), "hash"),
             (k.python_seen.clone(), "string"),
             (k.schedules_lost.clone(), "string"),
         ];
@@ -785,5 +849,25 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             }
         }
         Ok(())
+    }
+}
+
+/// The detail of a `stale` row from a field of `P-stale`.
+fn stale_detail(raw: &str) -> String {
+    use crate::schedule::timestamp::iso_utc;
+    match crate::stale::Stale::parse(raw) {
+        Some(s) => format!(
+            "stale since {}; last success {}; bound {}",
+            iso_utc(s.went),
+            match s.since {
+                0 => "unknown".to_string(),
+                t => iso_utc(t),
+            },
+            match s.bound {
+                0 => "unknown".to_string(),
+                b => format!("{b}s"),
+            }
+        ),
+        None => "stale (its entry in P-stale is not redbike's)".to_string(),
     }
 }

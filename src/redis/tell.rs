@@ -41,6 +41,27 @@ pub struct JobInfo {
     /// The runs of past occurrences it still has to run (`backfill`, catch-up `all`;
     /// see [`crate::backfill`]), when it has any.
     pub backlog: Option<BacklogInfo>,
+    /// The unix second by which it must next succeed, when it has a deadline and is not
+    /// stale (`P-fresh-until`, see [`crate::stale`]).
+    pub fresh_until: Option<i64>,
+    /// Its staleness, when it is stale (`P-stale`).
+    pub stale: Option<StaleInfo>,
+}
+
+/// A stale job, as `tell` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StaleInfo {
+    /// Its last success, unix seconds (0: none known).
+    pub since: i64,
+    /// The seconds it had to succeed within after it (0: not known).
+    pub bound: i64,
+    /// When a dispatcher found it stale, unix seconds.
+    pub went: i64,
+    /// `went` as ISO 8601 UTC.
+    pub went_utc: String,
+    /// Whether a dispatcher marked it (else its deadline passed, and no dispatcher has
+    /// looked since: `went` is the deadline).
+    pub marked: bool,
 }
 
 /// A job's backlog: the due instants still to run, one run each (`P-backlog-JOBID`).
@@ -112,6 +133,36 @@ impl Store<'_> {
             backlog_next,
             runs,
         ): Reply = pipe.query(self.con)?;
+        // Keys of another type (`check` names them) read as no staleness.
+        let fresh_until: Option<f64> = redis::cmd("ZSCORE")
+            .arg(&self.keys.fresh_until)
+            .arg(jobid)
+            .query(self.con)
+            .unwrap_or(None);
+        let marked: Option<String> = redis::cmd("HGET")
+            .arg(&self.keys.stale)
+            .arg(jobid)
+            .query(self.con)
+            .unwrap_or(None);
+        let fresh_until = fresh_until.map(|t| t.ceil() as i64);
+        let now = crate::schedule::timestamp::now();
+        let stale = match (marked.as_deref().and_then(crate::stale::Stale::parse), fresh_until) {
+            (Some(s), _) => Some(StaleInfo {
+                since: s.since,
+                bound: s.bound,
+                went: s.went,
+                went_utc: iso_utc(s.went),
+                marked: true,
+            }),
+            (None, Some(d)) if d < now => Some(StaleInfo {
+                since: 0,
+                bound: 0,
+                went: d,
+                went_utc: iso_utc(d),
+                marked: false,
+            }),
+            _ => None,
+        };
         let next_due = backlog_next.and_then(|t| t.parse::<i64>().ok());
         let backlog = (backlog_len > 0).then(|| BacklogInfo {
             runs_left: backlog_len,
@@ -143,6 +194,8 @@ impl Store<'_> {
             run_asked,
             retry,
             backlog,
+            fresh_until,
+            stale,
         })
     }
 }

@@ -51,6 +51,10 @@ pub struct Stats {
     /// Jobs with runs of past occurrences to come (HLEN of `P-backlogs`; `backfill`,
     /// catch-up `all`, see [`crate::backfill`]).
     pub backlog_jobs: u64,
+    /// Stale jobs: not succeeded for longer than they should (HLEN of `P-stale`, plus
+    /// the jobs whose deadline in `P-fresh-until` passed that no dispatcher has marked
+    /// yet; see [`crate::stale`]).
+    pub stale: u64,
     /// Paused queues, sorted by name (`redbike pause --queue`).
     pub paused_queues: Vec<PausedQueue>,
     /// History entries workers have not yet filed into their jobs' lists (LLEN of
@@ -195,6 +199,7 @@ pub fn merge(prefix: &str, parts: Vec<Stats>) -> Option<Stats> {
         all.paused_jobs += s.paused_jobs;
         all.retrying_jobs += s.retrying_jobs;
         all.backlog_jobs += s.backlog_jobs;
+        all.stale += s.stale;
         all.schedules_lost = all.schedules_lost.or(s.schedules_lost);
         all.history_unfiled += s.history_unfiled;
         if s.python_seen.as_ref().map(|p| p.expires_in_seconds)

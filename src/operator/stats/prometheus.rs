@@ -201,6 +201,11 @@ fn gauges(s: &Stats) -> Vec<Gauge> {
             s.overdue.jobs as i64,
         ),
         one(
+            "redbike_jobs_stale",
+            "Jobs that have not succeeded within their bound (stale; see redbike check).",
+            s.stale as i64,
+        ),
+        one(
             "redbike_overdue_after_seconds",
             "The overdue-after threshold, in seconds.",
             s.overdue.after_seconds as i64,

@@ -141,6 +141,16 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         .arg(&k.backlogs)
         .query(store.con)
         .unwrap_or(0);
+    let stale_marked: u64 = redis::cmd("HLEN")
+        .arg(&k.stale)
+        .query(store.con)
+        .unwrap_or(0);
+    let stale_unmarked: u64 = redis::cmd("ZCOUNT")
+        .arg(&k.fresh_until)
+        .arg("-inf")
+        .arg(format!("({now}"))
+        .query(store.con)
+        .unwrap_or(0);
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
@@ -182,6 +192,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         paused_jobs,
         retrying_jobs,
         backlog_jobs,
+        stale: stale_marked + stale_unmarked,
         paused_queues,
         history_unfiled,
         python_seen: python_seen.map(|evidence| PythonSeen {

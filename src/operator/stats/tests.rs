@@ -60,6 +60,7 @@ fn sample() -> Stats {
         paused_jobs: 2,
         retrying_jobs: 3,
         backlog_jobs: 4,
+        stale: 3,
         paused_queues: vec![PausedQueue {
             queue: "B".into(),
             since: 50,
@@ -172,6 +173,12 @@ fn paused_queues_in_every_format() {
     assert!(render(&s, Format::Text)
         .contains("queue       A: 2 waiting, the oldest for 5s, limit 3 (1 leased)\n"));
     assert_eq!(json["backlog_jobs"], 4);
+    assert_eq!(json["stale"], 3);
+    assert!(prom.contains("redbike_jobs_stale{prefix=\"p\\\"x\"} 3\n"), "{prom}");
+    assert!(
+        text.contains("stale       3 job(s) not succeeded within their bound"),
+        "{text}"
+    );
     assert!(
         prom.contains("redbike_backlog_jobs{prefix=\"p\\\"x\"} 4\n"),
         "{prom}"

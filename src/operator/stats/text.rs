@@ -64,6 +64,12 @@ pub(super) fn render(s: &Stats) -> String {
             s.overdue.after_seconds
         ),
     });
+    lines.push(match s.stale {
+        0 => "stale       0 (every job succeeded within its bound)".to_string(),
+        n => format!(
+            "stale       {n} job(s) not succeeded within their bound (see redbike check)"
+        ),
+    });
     if s.queues.is_empty() {
         lines.push(
             "queues      none named: use --queues A:B, `queues` in the config, or --scan".into(),
