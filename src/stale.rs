@@ -33,7 +33,7 @@ pub const MIN_GRACE: i64 = 10;
 
 /// What finish.lua, place.lua and place_many.lua do with a job's deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Deadline {
+pub enum Deadline {
     /// Left as it is (a failure, or a job without a bound).
     Keep,
     /// Set to this unix second.
@@ -44,7 +44,7 @@ pub(crate) enum Deadline {
 
 impl Deadline {
     /// The scripts' argument: `""` keep, `-` drop, else the unix second.
-    pub fn wire(self) -> String {
+    pub(crate) fn wire(self) -> String {
         match self {
             Deadline::Keep => String::new(),
             Deadline::At(t) => t.to_string(),
@@ -55,7 +55,7 @@ impl Deadline {
 
 /// What the deadline of a job is computed from.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Bounds<'a> {
+pub struct Bounds<'a> {
     /// The queues' own bounds (`[redbike.stale]`), seconds.
     pub queues: &'a BTreeMap<String, u64>,
     /// The queues' jitter (`[redbike.jitter]`): runs are occurrences plus an offset.

@@ -39,7 +39,11 @@ pub(super) fn cmd_set(
     let offset = jitter::offset_in(&config.jitter, id);
     let placement = jitter::placement(&schedule, reference, config.timezone, offset)
         .map_err(rule_error(text))?;
-    let item = PlaceItem::new(id, &schedule, text, placement);
+    let item = PlaceItem::new(id, &schedule, text, placement).with_deadline(
+        &config.policy().bounds(),
+        &schedule,
+        timestamp::now(),
+    );
     let probe = Probe::of(&config.redis);
     let who = who(config);
     let audit = who.audit("set", id, text);
@@ -344,7 +348,8 @@ pub(super) fn planner(config: &Config, after: Option<i64>) -> Result<loader::Pla
         reference(config, after)?,
         config.timezone,
         &config.jitter,
-    ))
+    )
+    .with_stale(&config.stale))
 }
 
 /// Keeps only the rows of shard `k` of `config` in `source`'s readings.
@@ -367,7 +372,7 @@ pub(super) fn cmd_load(
         .iter()
         .map(|shard| {
             let at = reference(shard, after)?;
-            Ok(loader::Planner::new(at, config.timezone, &config.jitter))
+            Ok(loader::Planner::new(at, config.timezone, &config.jitter).with_stale(&config.stale))
         })
         .collect::<Result<Vec<_>>>()?;
     let mut checked = loader::check_split(&mut source, planners)?;

@@ -8,6 +8,8 @@
 //! success: its deadline minus its queue's bound, or the newest success its run
 //! history holds), and moves them into `P-stale` in one stale.lua call that writes a
 //! `stale` event for each and moves a job only if its deadline is still the one read.
+//! A job that has no bound any more (its schedule or its queue's bound changed, by a
+//! process that writes no deadlines) or that is paused loses its deadline instead.
 
 use std::collections::HashMap;
 
@@ -75,6 +77,7 @@ pub(crate) fn pass(
         .collect();
     let mut pipe = redis::pipe();
     pipe.cmd("HMGET").arg(&keys.schedules).arg(&ids);
+    pipe.cmd("HMGET").arg(&keys.paused).arg(&ids);
     if !derived.is_empty() {
         pipe.cmd("LRANGE")
             .arg(&keys.unfiled_runs)
@@ -88,6 +91,9 @@ pub(crate) fn pass(
     replies.reverse();
     let mut next = || replies.pop().unwrap_or(redis::Value::Nil);
     let schedules: Vec<Option<String>> = redis::from_redis_value(next())?;
+    // A paused hash of another type reads as no job paused.
+    let paused: Vec<Option<String>> =
+        redis::from_redis_value(next()).unwrap_or_else(|_| vec![None; ids.len()]);
     let mut last_success = HashMap::new();
     if !derived.is_empty() {
         // A key of another type reads as no history.
@@ -112,8 +118,11 @@ pub(crate) fn pass(
         .key(&keys.stale)
         .key(&keys.events)
         .arg(events);
-    for ((id, deadline), schedule) in due.iter().zip(&schedules) {
-        let verdict = match (bounds.bounded(id, schedule.as_deref()), bounds.own(id)) {
+    for (((id, deadline), schedule), paused) in due.iter().zip(&schedules).zip(&paused) {
+        // A paused job does not run on purpose: it loses its deadline, not its
+        // freshness (its next success after `resume` gives it one again).
+        let bounded = paused.is_none() && bounds.bounded(id, schedule.as_deref());
+        let verdict = match (bounded, bounds.own(id)) {
             (false, _) => "-".to_string(),
             (true, Some(secs)) => {
                 let d = deadline.parse::<f64>().unwrap_or(0.0).ceil() as i64;

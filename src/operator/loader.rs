@@ -6,6 +6,7 @@
 //! A prefix split into shards is written in the same two readings ([`check_split`],
 //! [`load_split`]), each row sent to its shard's batch.
 
+use crate::stale::Deadline;
 use std::{
     collections::{BTreeMap, HashMap},
     fs::File,
@@ -205,7 +206,11 @@ pub struct Planner<'j> {
     after: i64,
     tz: Tz,
     jitter: &'j BTreeMap<String, u64>,
-    cache: HashMap<(String, i64), Placement>,
+    /// The queues' bounds of staleness (`[redbike.stale]`; none: no deadlines written).
+    stale: Option<&'j BTreeMap<String, u64>>,
+    /// When the deadlines of the jobs set count from.
+    now: i64,
+    cache: HashMap<(String, i64, Option<u64>), (Placement, Deadline)>,
     /// Placements the cache holds at most.
     cache_max: usize,
 }
@@ -217,16 +222,28 @@ impl<'j> Planner<'j> {
             after,
             tz,
             jitter,
+            stale: None,
+            now: crate::schedule::timestamp::now(),
             cache: HashMap::new(),
             cache_max: CACHE_PLACEMENTS,
         }
     }
 
+    /// The planner, also writing each job's deadline (see [`crate::stale`]) with the
+    /// queues' bounds `stale`.
+    pub fn with_stale(mut self, stale: &'j BTreeMap<String, u64>) -> Planner<'j> {
+        self.stale = Some(stale);
+        self
+    }
+
     /// Where `row`'s job goes; `name` names the file in messages.
     pub fn item(&mut self, row: &ScheduleRow, name: &str) -> Result<PlaceItem> {
         let offset = jitter::offset_in(self.jitter, &row.jobid);
-        let key = (row.text.clone(), offset);
-        let placement = match self.cache.get(&key) {
+        let own = self
+            .stale
+            .and_then(|s| s.get(crate::jobid::queue_of(&row.jobid)).copied());
+        let key = (row.text.clone(), offset, own);
+        let (placement, deadline) = match self.cache.get(&key) {
             Some(p) => *p,
             None => {
                 let p =
@@ -238,19 +255,25 @@ impl<'j> Planner<'j> {
                     })?;
                 // NOW/CONTINUE/STOP/AT do not depend on `after`; rules are cached too,
                 // since every row shares the same reference instant.
+                let d = match self.stale {
+                    Some(queues) => crate::stale::Bounds {
+                        queues,
+                        jitter: self.jitter,
+                        timezone: self.tz,
+                    }
+                    .for_set(&row.jobid, &row.schedule, self.now),
+                    None => Deadline::Keep,
+                };
                 if self.cache.len() >= self.cache_max {
                     self.cache.clear();
                 }
-                self.cache.insert(key, p);
-                p
+                self.cache.insert(key, (p, d));
+                (p, d)
             }
         };
-        Ok(PlaceItem::new(
-            &row.jobid,
-            &row.schedule,
-            &row.text,
-            placement,
-        ))
+        let mut item = PlaceItem::new(&row.jobid, &row.schedule, &row.text, placement);
+        item.deadline = deadline;
+        Ok(item)
     }
 }
 

@@ -68,7 +68,20 @@ impl PlaceItem {
             },
             stored_if_paused: paused_form(schedule, text),
             placement,
+            deadline: crate::stale::Deadline::Keep,
         }
+    }
+
+    /// The item with the deadline its new schedule gives it from `at` (see
+    /// [`crate::stale`]).
+    pub fn with_deadline(
+        mut self,
+        bounds: &crate::stale::Bounds<'_>,
+        schedule: &Schedule,
+        at: i64,
+    ) -> PlaceItem {
+        self.deadline = bounds.for_set(&self.jobid, schedule, at);
+        self
     }
 }
 
@@ -113,6 +126,8 @@ pub struct PlaceItem {
     pub stored_if_paused: String,
     /// Where it goes.
     pub placement: Placement,
+    /// What becomes of its deadline (see [`crate::stale`]); `new` leaves it alone.
+    pub deadline: crate::stale::Deadline,
 }
 
 /// The schedule a paused job keeps, so that `resume` makes the run it stands for: NOW
@@ -267,7 +282,8 @@ impl Store<'_> {
         }
         inv.key(&self.keys.paused)
             .key(&self.keys.shards)
-            .key(&self.keys.attempts);
+            .key(&self.keys.attempts)
+            .key(&self.keys.fresh_until);
         inv.arg(&item.jobid)
             .arg(&item.stored)
             .arg(act)
@@ -276,7 +292,8 @@ impl Store<'_> {
             .arg(self.keys.queue_wake(queue_of(&item.jobid)))
             .arg(&self.keys.timeline_wake)
             .arg(&item.stored_if_running)
-            .arg(&item.stored_if_paused);
+            .arg(&item.stored_if_paused)
+            .arg(item.deadline.wire());
         audit.add_to(&mut inv, self.keys);
         let reply: String = inv.invoke(self.con)?;
         Ok(Placed::from_reply(&reply).ok_or_else(|| scripts::unexpected("place.lua", &reply))?)
@@ -295,6 +312,7 @@ impl Store<'_> {
                 .key(&self.keys.timeline)
                 .key(&self.keys.paused)
                 .key(&self.keys.shards)
+                .key(&self.keys.fresh_until)
                 .arg(&self.keys.prefix)
                 .arg(now);
             let mut queues = std::collections::BTreeSet::new();
@@ -306,7 +324,8 @@ impl Store<'_> {
                     .arg(act)
                     .arg(due)
                     .arg(&item.stored_if_running)
-                    .arg(&item.stored_if_paused);
+                    .arg(&item.stored_if_paused)
+                    .arg(item.deadline.wire());
                 match item.placement {
                     Placement::Enqueue => {
                         queues.insert(queue_of(&item.jobid));

@@ -118,6 +118,8 @@ const SHARDS: (&str, &str) = ("t-shards", "string");
 const BACKLOGS: (&str, &str) = ("t-backlogs", "hash");
 const BACKLOG: (&str, &str) = ("t-backlog-j:A", "list");
 const EVENTS: (&str, &str) = ("t-events", "stream");
+const FRESH_UNTIL: (&str, &str) = ("t-fresh-until", "zset");
+const STALE: (&str, &str) = ("t-stale", "hash");
 
 fn calls() -> Vec<Call> {
     let job = [SCHEDULES, STATUSES, TIMELINE, QUEUE, MEMBERS, LEASE];
@@ -139,52 +141,80 @@ fn calls() -> Vec<Call> {
             "0",
             "NOW",
             "NOW",
+            "1800000100",
         ],
     );
     place_many.touched = vec![QUEUE, MEMBERS];
-    let own = call(
-        "place (job named as its queue)",
-        include_str!("../../src/redis/scripts/place.lua"),
-        &[
-            SCHEDULES,
-            STATUSES,
-            TIMELINE,
-            ("t-work-B", "list"),
-            ("t-work-B-members", "set"),
-            ("t-work-B-B", "string"),
-            PAUSED,
-            SHARDS,
-            ATTEMPTS,
+    place_many.order = vec![SCHEDULES.0, STATUSES.0, TIMELINE.0, PAUSED.0, SHARDS.0, FRESH_UNTIL.0];
+    place_many.tolerant = vec![FRESH_UNTIL];
+    let own = Call {
+        order: vec![
+            SCHEDULES.0,
+            STATUSES.0,
+            TIMELINE.0,
+            "t-work-B",
+            "t-work-B-members",
+            "t-work-B-B",
+            PAUSED.0,
+            SHARDS.0,
+            ATTEMPTS.0,
+            FRESH_UNTIL.0,
         ],
-        &[
-            "B",
-            "STOP",
-            "enqueue",
-            "0",
-            "1700000000",
-            "w",
-            "w",
-            "NOW",
-            "NOW",
-        ],
-    );
-    vec![
-        call(
-            "place",
+        ..call(
+            "place (job named as its queue)",
             include_str!("../../src/redis/scripts/place.lua"),
-            &with(&[PAUSED, SHARDS, ATTEMPTS]),
             &[
-                "j:A",
-                "FREQ=DAILY",
-                "timeline",
-                "1800000000",
+                SCHEDULES,
+                STATUSES,
+                TIMELINE,
+                ("t-work-B", "list"),
+                ("t-work-B-members", "set"),
+                ("t-work-B-B", "string"),
+                PAUSED,
+                SHARDS,
+                ATTEMPTS,
+            ],
+            &[
+                "B",
+                "STOP",
+                "enqueue",
+                "0",
                 "1700000000",
                 "w",
                 "w",
-                "FREQ=DAILY",
-                "FREQ=DAILY",
+                "NOW",
+                "NOW",
+                "-",
             ],
-        ),
+        )
+    };
+    let mut place_order: Vec<&'static str> = with(&[PAUSED, SHARDS, ATTEMPTS])
+        .iter()
+        .map(|(k, _)| *k)
+        .collect();
+    place_order.push(FRESH_UNTIL.0);
+    vec![
+        Call {
+            order: place_order,
+            tolerant: vec![FRESH_UNTIL],
+            ..call(
+                "place",
+                include_str!("../../src/redis/scripts/place.lua"),
+                &with(&[PAUSED, SHARDS, ATTEMPTS]),
+                &[
+                    "j:A",
+                    "FREQ=DAILY",
+                    "timeline",
+                    "1800000000",
+                    "1700000000",
+                    "w",
+                    "w",
+                    "FREQ=DAILY",
+                    "FREQ=DAILY",
+                    "1800000100",
+                ],
+            )
+        },
         call(
             "run",
             include_str!("../../src/redis/scripts/run.lua"),
@@ -242,8 +272,10 @@ fn calls() -> Vec<Call> {
                 ATTEMPTS.0,
                 BACKLOGS.0,
                 BACKLOG.0,
+                FRESH_UNTIL.0,
+                STALE.0,
             ],
-            tolerant: vec![HISTORY, DUE, BACKLOG],
+            tolerant: vec![HISTORY, DUE, BACKLOG, FRESH_UNTIL, STALE],
             ..call(
                 "unset",
                 include_str!("../../src/redis/scripts/unset.lua"),
@@ -264,8 +296,9 @@ fn calls() -> Vec<Call> {
                 DUE.0,
                 PAUSED.0,
                 "t-python-seen",
+                FRESH_UNTIL.0,
             ],
-            tolerant: vec![DUE],
+            tolerant: vec![DUE, FRESH_UNTIL],
             ..call(
                 "dispatch",
                 include_str!("../../src/redis/scripts/dispatch.lua"),
@@ -345,6 +378,8 @@ fn calls() -> Vec<Call> {
                 KILL.0,
                 BACKLOGS.0,
                 EVENTS.0,
+                FRESH_UNTIL.0,
+                STALE.0,
                 QUEUE.0,
                 MEMBERS.0,
                 LEASE.0,
@@ -359,8 +394,10 @@ fn calls() -> Vec<Call> {
                 UNFILED,
                 KILL,
                 BACKLOGS,
-                BACKLOG,
                 EVENTS,
+                FRESH_UNTIL,
+                STALE,
+                BACKLOG,
             ],
             ..call(
                 "finish",
@@ -386,6 +423,7 @@ fn calls() -> Vec<Call> {
                     "",
                     "",
                     "0",
+                    "1800000100",
                     "20",
                     "1000",
                     "1000",
@@ -480,6 +518,17 @@ fn calls() -> Vec<Call> {
             &with(&[FAILURES, PAUSED, RERUN]),
             &["wrong-queue", "j:A", "", "1700000000", ""],
         ),
+        Call {
+            // The event is a pcall: a stream key of another type costs the event.
+            order: vec![FRESH_UNTIL.0, STALE.0, EVENTS.0],
+            tolerant: vec![EVENTS],
+            ..call(
+                "stale",
+                include_str!("../../src/redis/scripts/stale.lua"),
+                &[FRESH_UNTIL, STALE],
+                &["100", "k:A", "1700000000", "1700000000:60"],
+            )
+        },
         Call {
             order: vec![UNFILED.0, SCHEDULES.0, HISTORY.0],
             tolerant: vec![HISTORY],
@@ -592,6 +641,10 @@ fn a_history_key_of_another_type_is_left_alone() {
                 }
                 "finish" => {
                     let _: () = con.zadd("t-timeline", "j:A", 1).unwrap();
+                    let _: () = con.hset("t-stale", "j:A", "1:2:3").unwrap();
+                }
+                "stale" => {
+                    let _: () = con.zadd("t-fresh-until", "k:A", 1700000000).unwrap();
                 }
                 _ => {}
             }
@@ -618,6 +671,10 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
         ("claim", 4, "x", "recovery delay"),
         ("place", 3, "1e400", "due time"),
         ("place_many", 5, "-1", "due time"),
+        ("place", 9, "-5", "deadline"),
+        ("place_many", 8, "x", "deadline"),
+        ("finish", 16, "-1", "deadline"),
+        ("finish", 22, "-1", "events kept"),
         ("finish", 5, "99999999999999999", "due time"),
         ("backfill", 13, "-1", "due instant"),
     ] {

@@ -321,6 +321,24 @@ local function record_run(h, jobid, entry, limit, keep_runs, keep_failures, gone
   emit(ev[1], ev[2], "type", "run", "job", jobid, "failed", failed, "entry", entry)
 end
 
+-- Writes a job's deadline (crate::stale) as `deadline` says: "" leave it, "-" remove
+-- it, else the unix second; nothing while `fresh-until` holds another type than a
+-- sorted set (`check` names it). For place.lua and place_many.lua.
+local function set_deadline(fresh_until, jobid, deadline)
+  if deadline == "" then
+    return
+  end
+  local t = redis.call("TYPE", fresh_until)["ok"]
+  if t ~= "zset" and t ~= "none" then
+    return
+  end
+  if deadline == "-" then
+    redis.call("ZREM", fresh_until, jobid)
+  else
+    redis.call("ZADD", fresh_until, deadline, jobid)
+  end
+end
+
 -- The schedule to store for a paused job that is not placed now, so that `resume`
 -- still makes the run its placement stood for: a STOP schedule (what NOW and AT leave
 -- behind) becomes NOW for a job that would be queued and AT:due for one due on the
