@@ -201,7 +201,10 @@ mod tests {
         let queues = BTreeMap::from([("A".to_string(), 30)]);
         let b = bounds(&queues);
         assert_eq!(b.deadline("j:A", &parse("CONTINUE"), 100, 7), Some(130));
-        assert_eq!(b.deadline("j:A", &parse("CRON:0 0 1 1 *"), 100, 0), Some(130));
+        assert_eq!(
+            b.deadline("j:A", &parse("CRON:0 0 1 1 *"), 100, 0),
+            Some(130)
+        );
         assert_eq!(b.deadline("j:A", &parse("NOW"), 100, 0), None);
         assert_eq!(b.deadline("j:B", &parse("CONTINUE"), 100, 0), None);
         assert!(b.bounded("j:A", Some("CONTINUE")));

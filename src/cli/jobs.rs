@@ -344,12 +344,10 @@ fn reference(config: &Config, after: Option<i64>) -> Result<i64> {
 
 /// A planner for `config`'s shard: its timefile is the reference instant.
 pub(super) fn planner(config: &Config, after: Option<i64>) -> Result<loader::Planner<'_>> {
-    Ok(loader::Planner::new(
-        reference(config, after)?,
-        config.timezone,
-        &config.jitter,
+    Ok(
+        loader::Planner::new(reference(config, after)?, config.timezone, &config.jitter)
+            .with_stale(&config.stale),
     )
-    .with_stale(&config.stale))
 }
 
 /// Keeps only the rows of shard `k` of `config` in `source`'s readings.

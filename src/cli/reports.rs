@@ -90,7 +90,10 @@ pub(super) fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
             String::new()
         },
         if summary.stale > 0 {
-            format!(", {} job(s) stale (no success within their bound)", summary.stale)
+            format!(
+                ", {} job(s) stale (no success within their bound)",
+                summary.stale
+            )
         } else {
             String::new()
         },

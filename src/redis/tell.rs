@@ -146,7 +146,10 @@ impl Store<'_> {
             .unwrap_or(None);
         let fresh_until = fresh_until.map(|t| t.ceil() as i64);
         let now = crate::schedule::timestamp::now();
-        let stale = match (marked.as_deref().and_then(crate::stale::Stale::parse), fresh_until) {
+        let stale = match (
+            marked.as_deref().and_then(crate::stale::Stale::parse),
+            fresh_until,
+        ) {
             (Some(s), _) => Some(StaleInfo {
                 since: s.since,
                 bound: s.bound,

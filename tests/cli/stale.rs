@@ -92,14 +92,22 @@ fn a_job_whose_worker_stops_goes_stale_and_comes_back() {
         .args(["-c", "rb.toml", "check"])
         .run()
         .code(0);
-    assert!(check.stdout.contains("stale,j:A,stale since "), "{}", check.stdout);
+    assert!(
+        check.stdout.contains("stale,j:A,stale since "),
+        "{}",
+        check.stdout
+    );
     assert!(check.stderr.contains("1 job(s) stale"), "{}", check.stderr);
-    let json: Value = serde_json::from_str(&run(&s, d.path(), &["stats", "--format", "json"])).unwrap();
+    let json: Value =
+        serde_json::from_str(&run(&s, d.path(), &["stats", "--format", "json"])).unwrap();
     assert_eq!(json["stale"], 1, "{json}");
     let text = run(&s, d.path(), &["stats"]);
     assert!(text.contains("stale"), "{text}");
     let prom = run(&s, d.path(), &["stats", "--format", "prometheus"]);
-    assert!(prom.contains("redbike_jobs_stale{prefix=\"t\"} 1"), "{prom}");
+    assert!(
+        prom.contains("redbike_jobs_stale{prefix=\"t\"} 1"),
+        "{prom}"
+    );
     let tell: Value = serde_json::from_str(&run(&s, d.path(), &["tell", "j:A"])).unwrap();
     assert_eq!(tell["stale"]["since"], since, "{tell}");
     assert_eq!(tell["stale"]["bound"], 3, "{tell}");
@@ -120,4 +128,149 @@ fn a_job_whose_worker_stops_goes_stale_and_comes_back() {
     assert_eq!(events(&s, "stale").len(), 1, "no second stale event");
     drop(work);
     drop(disp);
+}
+
+/// Without a bound of its queue, a job every 2 s goes stale once two of its runs in a
+/// row are missed, plus a grace of 10 s: not before.
+#[test]
+fn the_default_bound_comes_from_the_schedule() {
+    let (s, d) = setup("[redbike]\n");
+    run(&s, d.path(), &["set", "j:A", "FREQ=SECONDLY;INTERVAL=2"]);
+    let disp = start(&s, d.path(), &["dispatch"]);
+    let work = start(&s, d.path(), &["work", "A", "--", "true"]);
+    // A success, and the deadline it gives: two runs and the grace later.
+    let ran = |s: &RedisServer| {
+        let n: u64 = s.con().llen("t-recent-runs").unwrap();
+        n >= 2
+    };
+    assert!(wait_until(20.0, || ran(&s)), "two runs recorded");
+    drop(work);
+    let stopped = now();
+    assert!(
+        wait_until(40.0, || stale_field(&s, "j:A").is_some()),
+        "stale within two intervals, the grace and the pass delay"
+    );
+    let went = now();
+    let e = &events(&s, "stale")[0];
+    let since: i64 = e["since"].parse().unwrap();
+    let bound: i64 = e["bound"].parse().unwrap();
+    assert!(
+        (since - stopped).abs() <= 3,
+        "the last success: {since} vs {stopped}"
+    );
+    // Two intervals of 2 s and 10 s of grace at least, a run's second and a little
+    // more at most.
+    assert!((14..=17).contains(&bound), "{bound}");
+    assert!(
+        went - since >= 14,
+        "not before two intervals and the grace: {}",
+        went - since
+    );
+    assert_eq!(events(&s, "stale").len(), 1);
+    drop(disp);
+}
+
+/// A job set but never run goes stale too (its `set` gave it a deadline), and two
+/// dispatchers mark it once, with one event. Its unset leaves no stale state.
+#[test]
+fn two_dispatchers_mark_a_job_once_and_unset_forgets_it() {
+    let (s, d) = setup("[redbike]\nqueues = \"B\"\n[redbike.stale]\nA = 2\n");
+    let before = now();
+    run(&s, d.path(), &["set", "j:A", "FREQ=SECONDLY"]);
+    let seeded = deadline(&s, "j:A").expect("set writes a deadline");
+    assert!((seeded - before - 2).abs() <= 1, "{seeded}");
+    // NOW runs once: no deadline.
+    run(&s, d.path(), &["set", "once:A", "NOW"]);
+    assert_eq!(deadline(&s, "once:A"), None);
+    let one = start(&s, d.path(), &["dispatch"]);
+    let two = start(&s, d.path(), &["dispatch"]);
+    assert!(wait_until(20.0, || stale_field(&s, "j:A").is_some()));
+    // Both dispatchers have passed since (a pass at least every 10 s).
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let stale = events(&s, "stale");
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    assert_eq!(stale[0]["bound"], "2");
+    let since: i64 = stale[0]["since"].parse().unwrap();
+    assert_eq!(since, seeded - 2, "not succeeded since it was set");
+    assert!(!run(&s, d.path(), &["check"]).contains("once:A"));
+    run(&s, d.path(), &["unset", "j:A"]);
+    assert_eq!(stale_field(&s, "j:A"), None);
+    assert_eq!(deadline(&s, "j:A"), None);
+    let json: Value =
+        serde_json::from_str(&run(&s, d.path(), &["stats", "--format", "json"])).unwrap();
+    assert_eq!(json["stale"], 0, "{json}");
+    drop((one, two));
+}
+
+/// A deadline passed with no dispatcher running: `check` and `stats` count the job
+/// stale all the same; `tell` says so, and the next success brings it back, with no
+/// event (it was never marked).
+#[test]
+fn a_passed_deadline_counts_without_a_dispatcher() {
+    let (s, d) = setup("[redbike]\n[redbike.stale]\nA = 1\n");
+    run(&s, d.path(), &["set", "j:A", "CRON:0 0 1 1 *"]);
+    assert!(wait_until(5.0, || deadline(&s, "j:A").is_some_and(|t| t < now())));
+    let check = run(&s, d.path(), &["check"]);
+    assert!(
+        check.contains("stale,j:A,no success by its deadline"),
+        "{check}"
+    );
+    let json: Value =
+        serde_json::from_str(&run(&s, d.path(), &["stats", "--format", "json"])).unwrap();
+    assert_eq!(json["stale"], 1, "{json}");
+    let tell: Value = serde_json::from_str(&run(&s, d.path(), &["tell", "j:A"])).unwrap();
+    assert_eq!(tell["stale"]["marked"], false, "{tell}");
+    assert!(events(&s, "stale").is_empty());
+}
+
+/// `P-fresh-until` and `P-stale` of other types cost no outcome: the worker goes on
+/// recording runs, and `check` names the keys.
+#[test]
+fn staleness_keys_of_another_type_cost_no_outcome() {
+    let (s, d) = setup("[redbike]\n[redbike.stale]\nA = 30\n");
+    let _: () = s.con().set("t-fresh-until", "x").unwrap();
+    let _: () = s.con().rpush("t-stale", "x").unwrap();
+    run(&s, d.path(), &["set", "j:A", "CONTINUE"]);
+    let disp = start(&s, d.path(), &["dispatch"]);
+    let work = start(&s, d.path(), &["work", "A", "--", "true"]);
+    let runs = |s: &RedisServer| {
+        let n: Option<u64> = s.con().get("t-fencing").unwrap();
+        n.unwrap_or(0)
+    };
+    assert!(wait_until(20.0, || runs(&s) >= 5), "runs go on");
+    let check = bike(&s, d.path())
+        .args(["-c", "rb.toml", "check"])
+        .run()
+        .code(1);
+    assert!(
+        check
+            .stdout
+            .contains("t-fresh-until holds a string where redbike keeps a zset")
+            && check
+                .stdout
+                .contains("t-stale holds a list where redbike keeps a hash"),
+        "{}",
+        check.stdout
+    );
+    let _: String = s.con().get("t-fresh-until").unwrap();
+    drop((work, disp));
+}
+
+#[test]
+fn bad_stale_config_exits_2() {
+    for (config, says) in [
+        ("[redbike.stale]\nA = 0\n", "redbike.stale"),
+        ("[redbike.stale]\nA = 40000000\n", "redbike.stale"),
+        ("[redbike.stale]\nA = \"x\"\n", "rb.toml"),
+        ("[redbike.stale]\n\"A-members\" = 10\n", "redbike.stale"),
+    ] {
+        let (s, d) = setup(config);
+        let out = bike(&s, d.path())
+            .args(["-c", "rb.toml", "set", "j:A", "NOW"])
+            .run()
+            .code(2);
+        assert!(out.stderr.contains(says), "{config}: {}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert_eq!(s.dbsize(), 0, "nothing written");
+    }
 }

@@ -145,7 +145,14 @@ fn calls() -> Vec<Call> {
         ],
     );
     place_many.touched = vec![QUEUE, MEMBERS];
-    place_many.order = vec![SCHEDULES.0, STATUSES.0, TIMELINE.0, PAUSED.0, SHARDS.0, FRESH_UNTIL.0];
+    place_many.order = vec![
+        SCHEDULES.0,
+        STATUSES.0,
+        TIMELINE.0,
+        PAUSED.0,
+        SHARDS.0,
+        FRESH_UNTIL.0,
+    ];
     place_many.tolerant = vec![FRESH_UNTIL];
     let own = Call {
         order: vec![

@@ -174,7 +174,10 @@ fn paused_queues_in_every_format() {
         .contains("queue       A: 2 waiting, the oldest for 5s, limit 3 (1 leased)\n"));
     assert_eq!(json["backlog_jobs"], 4);
     assert_eq!(json["stale"], 3);
-    assert!(prom.contains("redbike_jobs_stale{prefix=\"p\\\"x\"} 3\n"), "{prom}");
+    assert!(
+        prom.contains("redbike_jobs_stale{prefix=\"p\\\"x\"} 3\n"),
+        "{prom}"
+    );
     assert!(
         text.contains("stale       3 job(s) not succeeded within their bound"),
         "{text}"

@@ -66,9 +66,7 @@ pub(super) fn render(s: &Stats) -> String {
     });
     lines.push(match s.stale {
         0 => "stale       0 (every job succeeded within its bound)".to_string(),
-        n => format!(
-            "stale       {n} job(s) not succeeded within their bound (see redbike check)"
-        ),
+        n => format!("stale       {n} job(s) not succeeded within their bound (see redbike check)"),
     });
     if s.queues.is_empty() {
         lines.push(
