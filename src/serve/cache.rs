@@ -381,6 +381,8 @@ fn overview_json(s: &Snapshot) -> Value {
         "paused_total": s.slow.paused_total,
         "paused_jobs": paused_jobs(&s.slow),
         "paused_queues": s.slow.paused_queues,
+        "stale_total": s.slow.stale_total,
+        "stale_jobs": s.slow.stale,
         "dispatchers": s.slow.dispatchers,
         "workers": s.slow.workers,
     })

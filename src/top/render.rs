@@ -149,6 +149,11 @@ fn sections(app: &App) -> Vec<Pane> {
             .collect(),
         empty: "no queue named or seen: use --queues A:B or `queues` in the config",
     };
+    // A stale job (see crate::stale) is marked wherever it is listed.
+    let job = |id: &String| match s.slow.stale.contains(id) {
+        true => format!("{id} (stale)"),
+        false => id.clone(),
+    };
     let running = Pane {
         title: format!("running ({})", s.running_total),
         header: vec!["JOB", "ELAPSED", "TIMEOUT"],
@@ -167,7 +172,7 @@ fn sections(app: &App) -> Vec<Pane> {
                 (
                     Some(Section::Running),
                     i,
-                    vec![r.jobid.clone(), elapsed, span(r.timeout as i64)],
+                    vec![job(&r.jobid), elapsed, span(r.timeout as i64)],
                 )
             })
             .collect(),
@@ -192,7 +197,7 @@ fn sections(app: &App) -> Vec<Pane> {
                 (
                     Some(Section::Upcoming),
                     i,
-                    vec![u.jobid.clone(), span(u.due - now), at],
+                    vec![job(&u.jobid), span(u.due - now), at],
                 )
             })
             .collect(),
@@ -220,7 +225,7 @@ fn sections(app: &App) -> Vec<Pane> {
                 (
                     Some(Section::Paused),
                     i,
-                    vec![p.jobid.clone(), since, p.note.clone()],
+                    vec![job(&p.jobid), since, p.note.clone()],
                 )
             })
             .collect(),
@@ -245,7 +250,7 @@ fn sections(app: &App) -> Vec<Pane> {
                     Some(Section::Failures),
                     i,
                     vec![
-                        f.jobid.clone(),
+                        job(&f.jobid),
                         f.event.clone(),
                         span((now - f.at).max(0)),
                         f.detail.clone(),
@@ -302,6 +307,14 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
     ];
     if app.snapshot.as_ref().is_some_and(|s| s.halted) {
         first.push(Span::from("  HALT").red().bold().reversed());
+    }
+    if let Some(n) = app
+        .snapshot
+        .as_ref()
+        .map(|s| s.slow.stale_total)
+        .filter(|n| *n > 0)
+    {
+        first.push(Span::from(format!("  {n} STALE")).red().bold());
     }
     let second = match (c.down_since, &app.snapshot) {
         (Some(since), _) => Line::from(vec![Span::from(format!(

@@ -6,7 +6,7 @@
 //! the running index (`P-leases`), one HSCAN page of `P-failures` (small hashes come
 //! whole in one page; a large one gives a bounded sample), PUBSUB CHANNELS of the
 //! prefix's wake-up channels (the queues that workers listen on: the channels of the
-//! server, never its keys), and LLEN and LINDEX of each queue named. Round trip two: one HMGET of `P-statuses` for the running jobs (when
+//! server, never its keys), HLEN and one HSCAN page of `P-stale`, and LLEN and LINDEX of each queue named. Round trip two: one HMGET of `P-statuses` for the running jobs (when
 //! they started) and the queues' oldest entries (since when they wait).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -178,6 +178,11 @@ pub struct Slow {
     pub paused_total: u64,
     /// Paused queues (`P-paused-queues`) and since when, unix seconds.
     pub paused_queues: BTreeMap<String, i64>,
+    /// Stale jobs (one HSCAN page of `P-stale`, see [`crate::stale`]): marked in the
+    /// view.
+    pub stale: BTreeSet<String>,
+    /// Stale jobs in all (HLEN of `P-stale`).
+    pub stale_total: u64,
 }
 
 /// A paused job.
@@ -351,6 +356,12 @@ pub fn read(
             .arg("COUNT")
             .arg(LIMITS.failures)
             .hgetall(&keys.paused_queues)
+            .hlen(&keys.stale)
+            .cmd("HSCAN")
+            .arg(&keys.stale)
+            .arg(0)
+            .arg("COUNT")
+            .arg(LIMITS.failures)
             .cmd("PUBSUB")
             .arg("CHANNELS")
             .arg(format!("{}-wake-*", glob_escape(&keys.prefix)));
@@ -380,6 +391,9 @@ pub fn read(
             let paused_total = r.next()?;
             let (_, paused): (String, Vec<(String, String)>) = r.next()?;
             let paused_queues: Vec<(String, String)> = r.next()?;
+            // Of another type (`check` names it): no job shown stale.
+            let stale_total: u64 = r.optional()?.unwrap_or(0);
+            let stale: Option<(String, Vec<(String, String)>)> = r.optional()?;
             let channels: Vec<String> = r.optional()?.unwrap_or_default();
             let wake = format!("{}-wake-", keys.prefix);
             let mut slow = Slow {
@@ -409,6 +423,10 @@ pub fn read(
                     .into_iter()
                     .map(|(q, raw)| (q, Pause::parse(&raw).since))
                     .collect(),
+                stale: stale
+                    .map(|(_, page)| page.into_iter().map(|(id, _)| id).collect())
+                    .unwrap_or_default(),
+                stale_total,
                 ..Slow::default()
             };
             slow.paused.sort_by(|a, b| a.jobid.cmp(&b.jobid));

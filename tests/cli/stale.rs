@@ -111,6 +111,8 @@ fn a_job_whose_worker_stops_goes_stale_and_comes_back() {
     let tell: Value = serde_json::from_str(&run(&s, d.path(), &["tell", "j:A"])).unwrap();
     assert_eq!(tell["stale"]["since"], since, "{tell}");
     assert_eq!(tell["stale"]["bound"], 3, "{tell}");
+    let top = run(&s, d.path(), &["top", "--once", "--queues", "A"]);
+    assert!(top.contains("1 STALE"), "{top}");
     let field = stale_field(&s, "j:A").unwrap();
     let marked_at = field.rsplit(':').next().unwrap().to_string();
     assert_eq!(field, format!("{since}:3:{marked_at}"));
