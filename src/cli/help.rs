@@ -311,7 +311,7 @@ job id `set` refuses, white space at its ends or control characters; information
 every other command names it), overdue (a job on the timeline due for longer than overdue-after, \
 default 60 s: no dispatcher runs, or HALT is set; never repaired, since what is \
 missing is a dispatcher: start one, or `redbike control RESUME`; like held rows it is \
-reported, not counted as a problem). Odd keys never stop the walk: the jobs and queues they touch are left \
+reported, not counted as a problem), stale (a job that has not succeeded by its deadline: no success within its queue's [redbike.stale] bound, or within two of its schedule's intervals and a grace; marked by a dispatcher, or its deadline passed with none marking it; reported, not counted as a problem; see Stale jobs in docs/liveness.md). Odd keys never stop the walk: the jobs and queues they touch are left \
 out until they are fixed. held rows are failed jobs kept out of \
 circulation on purpose (status DIE with on-failure hold, or by Python redbike) and bad \
 rows are unparsable schedules already marked BAD: they are not problems, but an \
@@ -333,7 +333,7 @@ minute's runs, p50 and p99 of start minus due among the last 1000 runs (HMGET, L
 see redbike-history(1)); and, when a dispatcher or worker found the prefix's schedules \
 and its own registration gone at once, the note it left in PREFIX-schedules-lost (GET; \
 Redis came back empty?); jobs with runs of a backfill or catch-up to come (HLEN of \
-PREFIX-backlogs; see redbike-backfill(1)). These are cheap: a few round trips whatever the size of the \
+PREFIX-backlogs; see redbike-backfill(1)); stale jobs, not succeeded within their bound (HLEN of PREFIX-stale and ZCOUNT of the passed deadlines in PREFIX-fresh-until). These are cheap: a few round trips whatever the size of the \
 data.
 
 Alive: registered dispatchers and workers, and workers per queue (each queue reported, \
@@ -356,8 +356,8 @@ second on a large instance.
 
 --format prometheus writes gauges named redbike_* with labels prefix and queue (and \
 event) in the text exposition format, among them redbike_dispatchers_alive, \
-redbike_workers_alive, redbike_queue_workers_alive, redbike_overdue_jobs and \
-redbike_overdue_after_seconds, for node_exporter's textfile collector; write to \
+redbike_workers_alive, redbike_queue_workers_alive, redbike_overdue_jobs, \
+redbike_overdue_after_seconds and redbike_jobs_stale, for node_exporter's textfile collector; write to \
 a temporary file and rename it, as contrib/systemd/redbike-stats.service does. \
 --format json writes one object whose fields are only ever added.";
 
