@@ -172,7 +172,10 @@ mod tests {
         // Every 2 s: occurrences 102, 104; grace 10 s.
         let every2 = parse("FREQ=SECONDLY;INTERVAL=2");
         let d = b.deadline("j:A", &every2, 101, 0).unwrap();
-        assert!((101 + 2 + MIN_GRACE..=101 + 4 + MIN_GRACE).contains(&d), "{d}");
+        assert!(
+            (101 + 2 + MIN_GRACE..=101 + 4 + MIN_GRACE).contains(&d),
+            "{d}"
+        );
         // Hourly: a tenth of an hour; the run's duration on top.
         let hourly = parse("CRON:0 * * * *");
         assert_eq!(b.deadline("j:A", &hourly, 3600, 0), Some(3 * 3600 + 360));

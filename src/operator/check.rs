@@ -243,10 +243,12 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         let k = self.store.keys;
         let now = crate::schedule::timestamp::now();
         let mut found: Vec<(String, String)> = Vec::new();
+        let mut marked = BTreeSet::new();
         let mut scan = Scan::new("HSCAN", Some(&k.stale), &[]);
         while let Some(page) = scan.next_page::<(String, String)>(self.store.con)? {
             for (id, raw) in page {
                 found.push((id.clone(), stale_detail(&raw)));
+                marked.insert(id);
             }
         }
         let mut from = 0;
@@ -262,6 +264,10 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 .query(self.store.con)?;
             let n = page.len();
             for (id, deadline) in page {
+                // Stale already (a `set` gave it a deadline again): one row.
+                if marked.contains(&id) {
+                    continue;
+                }
                 let d = deadline as i64;
                 found.push((
                     id,

@@ -102,6 +102,7 @@ fn json_with_scan_has_every_figure() {
         "paused_jobs": 0,
         "retrying_jobs": 0,
         "backlog_jobs": 0,
+        "stale": 0,
         "paused_queues": [],
         "history_unfiled": 0,
         "python_seen": null,
@@ -219,6 +220,7 @@ running     2 (from t-leases; Python workers' jobs are not counted)
 alive       0 dispatcher(s), 0 worker(s) registered (Python processes do not register)
 workers     A: 0, B: 0
 overdue     2 job(s) due for over 60s and not dispatched: no dispatcher runs, or HALT is set
+stale       0 (every job succeeded within its bound)
 queue       A: 2 waiting, the oldest for {}s
 queue       B: 1 waiting, the oldest for an unknown time (its status is not ENQ)
 runs        0 per minute, 0 failure(s) in the last minute; lateness p50 -, p99 - (0 run(s) of the last minute); 0 history entr(ies) not yet filed
@@ -400,6 +402,7 @@ fn prometheus_output_is_valid_exposition_with_exact_figures() {
         (series("redbike_paused_jobs", &[]), 0),
         (series("redbike_retrying_jobs", &[]), 0),
         (series("redbike_backlog_jobs", &[]), 0),
+        (series("redbike_jobs_stale", &[]), 0),
         (series("redbike_history_unfiled", &[]), 0),
         (series("redbike_python_peer_seen", &[]), 0),
         (hazard("eviction-policy"), 0),
