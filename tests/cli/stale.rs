@@ -223,6 +223,46 @@ fn a_passed_deadline_counts_without_a_dispatcher() {
     let tell: Value = serde_json::from_str(&run(&s, d.path(), &["tell", "j:A"])).unwrap();
     assert_eq!(tell["stale"]["marked"], false, "{tell}");
     assert!(events(&s, "stale").is_empty());
+    // A dispatcher marks it; top marks it where it is listed (on the timeline).
+    let disp = start(&s, d.path(), &["dispatch"]);
+    assert!(wait_until(20.0, || stale_field(&s, "j:A").is_some()));
+    let top = run(&s, d.path(), &["top", "--once", "--queues", "A"]);
+    assert!(
+        top.contains("1 STALE") && top.contains("j:A (stale)"),
+        "{top}"
+    );
+    assert_eq!(
+        run(&s, d.path(), &["check"]).matches("stale,j:A,").count(),
+        1
+    );
+    drop(disp);
+}
+
+/// `load` gives recurring jobs their deadline, none to one-offs, none to CONTINUE
+/// jobs of a queue without a bound.
+#[test]
+fn load_gives_recurring_jobs_a_deadline() {
+    let (s, d) = setup("[redbike]\n[redbike.stale]\nB = 100\n");
+    std::fs::write(
+        path(&d, "jobs.csv"),
+        "daily:A,FREQ=DAILY\nonce:A,NOW\nloop:A,CONTINUE\nloop:B,CONTINUE\n",
+    )
+    .unwrap();
+    let t = now();
+    run(&s, d.path(), &["load", "jobs.csv"]);
+    let daily = deadline(&s, "daily:A").expect("a rule has a deadline");
+    // The second day after now, plus a tenth of a day.
+    assert!(
+        daily > t + 86_400 + 8_640 && daily <= t + 2 * 86_400 + 8_640 + 2,
+        "{daily}"
+    );
+    assert_eq!(deadline(&s, "once:A"), None);
+    assert_eq!(deadline(&s, "loop:A"), None);
+    let b = deadline(&s, "loop:B").expect("a queue bound covers CONTINUE");
+    assert!((b - t - 100).abs() <= 2, "{b}");
+    // A new schedule without one takes it away.
+    run(&s, d.path(), &["set", "daily:A", "STOP"]);
+    assert_eq!(deadline(&s, "daily:A"), None);
 }
 
 /// `P-fresh-until` and `P-stale` of other types cost no outcome: the worker goes on
