@@ -316,3 +316,60 @@ fn bad_stale_config_exits_2() {
         assert_eq!(s.dbsize(), 0, "nothing written");
     }
 }
+
+/// A split prefix: each shard keeps its own deadlines, stale jobs and events; `check`
+/// and `stats` merge the shards.
+#[test]
+fn each_shard_marks_its_own_jobs_and_listings_merge() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "rb.toml"),
+        "[redbike]\nprefix = \"{s}\"\nshards = 2\n[redbike.stale]\nA = 1\n",
+    )
+    .unwrap();
+    let rb = || {
+        bare(d.path())
+            .env_remove("REDBIKE_PREFIX")
+            .env("REDBIKE_REDIS_URL", s.url())
+    };
+    // Four of these ids are in shard 0 and four in shard 1.
+    for k in ["a", "b", "c", "d", "e", "f", "g", "h"] {
+        rb().args(["-c", "rb.toml", "set", &format!("{k}:A"), "CRON:0 0 1 1 *"])
+            .ok();
+    }
+    let disp = Bg(Some(rb().args(["-c", "rb.toml", "dispatch"]).spawn()));
+    let marked = |s: &RedisServer| {
+        (0..2)
+            .map(|k| {
+                let n: u64 = s.con().hlen(format!("{{s/{k}}}-stale")).unwrap();
+                n
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        wait_until(20.0, || marked(&s) == [4, 4]),
+        "{:?}",
+        marked(&s)
+    );
+    let streams: usize = (0..2)
+        .map(|k| {
+            let n: usize = redis::cmd("XLEN")
+                .arg(format!("{{s/{k}}}-events"))
+                .query(&mut s.con())
+                .unwrap();
+            n
+        })
+        .sum();
+    assert_eq!(streams, 8, "one stale event a job, in its shard's stream");
+    let check = rb().args(["-c", "rb.toml", "check"]).ok();
+    assert_eq!(check.matches("stale,").count(), 8, "{check}");
+    let json: Value = serde_json::from_str(
+        &rb()
+            .args(["-c", "rb.toml", "stats", "--format", "json"])
+            .ok(),
+    )
+    .unwrap();
+    assert_eq!(json["stale"], 8, "{json}");
+    drop(disp);
+}
