@@ -342,13 +342,41 @@ pub fn resume_job(
         match control::resume(store.con, store.keys, &item, &text, now, &audit)? {
             ResumeReply::NotPaused => return Ok(Resumed::NotPaused),
             ResumeReply::Changed => continue,
-            ResumeReply::Asked => return Ok(Resumed::RunAsked),
-            ResumeReply::Placed(placed) => return Ok(Resumed::Placed(placement, placed)),
+            ResumeReply::Asked => {
+                restart_deadline(store, config, id, &schedule, now);
+                return Ok(Resumed::RunAsked);
+            }
+            ResumeReply::Placed(placed) => {
+                restart_deadline(store, config, id, &schedule, now);
+                return Ok(Resumed::Placed(placement, placed));
+            }
         }
     }
     Err(Error::Input(format!(
         "job {id:?}: its schedule keeps changing under `resume`; try again"
     )))
+}
+
+/// A resumed job's deadline starts afresh from `now` (see [`crate::stale`]: a
+/// dispatcher dropped it while the job was paused), so that a job that never succeeds
+/// after its pause goes stale too. A write of its own after resume.lua's: a job unset
+/// meanwhile leaves a deadline that the next dispatcher pass drops (it has no schedule);
+/// a key of another type there (`check` names it) is left alone.
+fn restart_deadline(
+    store: &mut Store<'_>,
+    config: &Config,
+    id: &str,
+    schedule: &Schedule,
+    now: i64,
+) {
+    let Some(deadline) = config.policy().bounds().deadline(id, schedule, now, 0) else {
+        return;
+    };
+    let _: redis::RedisResult<i64> = redis::cmd("ZADD")
+        .arg(&store.keys.fresh_until)
+        .arg(deadline)
+        .arg(id)
+        .query(store.con);
 }
 
 /// `redbike kill JOBID`: asks the worker that runs the job to stop this run (kill.lua);

@@ -373,3 +373,27 @@ fn each_shard_marks_its_own_jobs_and_listings_merge() {
     assert_eq!(json["stale"], 8, "{json}");
     drop(disp);
 }
+
+/// A paused job does not go stale: a dispatcher drops its deadline; `resume` gives it a
+/// new one, so it goes stale if it does not succeed after.
+#[test]
+fn a_paused_job_is_not_stale_until_resumed() {
+    let (s, d) = setup("[redbike]\n[redbike.stale]\nA = 1\n");
+    run(&s, d.path(), &["set", "j:A", "CRON:0 0 1 1 *"]);
+    run(&s, d.path(), &["pause", "j:A"]);
+    let disp = start(&s, d.path(), &["dispatch"]);
+    assert!(
+        wait_until(20.0, || deadline(&s, "j:A").is_none()),
+        "the passed deadline of a paused job is dropped"
+    );
+    assert_eq!(stale_field(&s, "j:A"), None);
+    assert!(events(&s, "stale").is_empty());
+    run(&s, d.path(), &["resume", "j:A"]);
+    assert!(
+        deadline(&s, "j:A").is_some(),
+        "resume starts the clock again"
+    );
+    assert!(wait_until(20.0, || stale_field(&s, "j:A").is_some()));
+    assert_eq!(events(&s, "stale").len(), 1);
+    drop(disp);
+}
