@@ -120,7 +120,7 @@ pub(crate) fn pass(
         .arg(events);
     for (((id, deadline), schedule), paused) in due.iter().zip(&schedules).zip(&paused) {
         // A paused job does not run on purpose: it loses its deadline, not its
-        // freshness (its next success after `resume` gives it one again).
+        // freshness (`resume` gives it a new one).
         let bounded = paused.is_none() && bounds.bounded(id, schedule.as_deref());
         let verdict = match (bounded, bounds.own(id)) {
             (false, _) => "-".to_string(),
