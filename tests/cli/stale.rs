@@ -236,6 +236,18 @@ fn a_passed_deadline_counts_without_a_dispatcher() {
         1
     );
     drop(disp);
+    // Set again while stale, and no dispatcher: its new deadline passes too; it is
+    // still one stale job.
+    run(&s, d.path(), &["set", "j:A", "CRON:0 0 1 1 *"]);
+    assert!(wait_until(5.0, || deadline(&s, "j:A").is_some_and(|t| t < now())));
+    assert!(stale_field(&s, "j:A").is_some());
+    assert_eq!(
+        run(&s, d.path(), &["check"]).matches("stale,j:A,").count(),
+        1
+    );
+    let json: Value =
+        serde_json::from_str(&run(&s, d.path(), &["stats", "--format", "json"])).unwrap();
+    assert_eq!(json["stale"], 1, "{json}");
 }
 
 /// `load` gives recurring jobs their deadline, none to one-offs, none to CONTINUE

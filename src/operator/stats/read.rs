@@ -151,6 +151,28 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         .arg(format!("({now}"))
         .query(store.con)
         .unwrap_or(0);
+    // A job set again while stale has both (until a dispatcher passes): counted once,
+    // among the first 1000 passed deadlines (there are none while a dispatcher runs).
+    let overlap = match stale_unmarked.min(stale_marked) {
+        0 => 0,
+        _ => {
+            let passed: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&k.fresh_until)
+                .arg("-inf")
+                .arg(format!("({now}"))
+                .arg("LIMIT")
+                .arg(0)
+                .arg(1000)
+                .query(store.con)
+                .unwrap_or_default();
+            let marked: Vec<Option<String>> = redis::cmd("HMGET")
+                .arg(&k.stale)
+                .arg(&passed)
+                .query(store.con)
+                .unwrap_or_default();
+            marked.iter().filter(|m| m.is_some()).count() as u64
+        }
+    };
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
@@ -192,7 +214,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         paused_jobs,
         retrying_jobs,
         backlog_jobs,
-        stale: stale_marked + stale_unmarked,
+        stale: (stale_marked + stale_unmarked).saturating_sub(overlap),
         paused_queues,
         history_unfiled,
         python_seen: python_seen.map(|evidence| PythonSeen {
