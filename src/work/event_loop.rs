@@ -535,7 +535,6 @@ impl Loop {
             file_directly: self.filing.full(),
             lost_schedules: self.poll.registration.lost_schedules(),
             limits: &self.settings.limits,
-            events: self.settings.events,
         };
         let outbox = self.outbox.add_to(&mut pipe, &writing, releases, now);
         let claim = self

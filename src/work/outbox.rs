@@ -71,8 +71,6 @@ pub(super) struct Writing<'a> {
     /// The fleet-wide limits of queues (`[redbike.limits]`): the end of a run of a
     /// limited queue wakes the workers waiting for room in it.
     pub limits: &'a BTreeMap<String, u64>,
-    /// Entries kept in the event stream (0: none written).
-    pub events: u64,
 }
 
 impl Outbox {

@@ -27,8 +27,13 @@ fn run(s: &RedisServer, d: &std::path::Path, args: &[&str]) -> String {
 
 /// The entries of the event stream of type `kind`, as field maps.
 fn events(s: &RedisServer, kind: &str) -> Vec<HashMap<String, String>> {
+    events_of(s, "t-events", kind)
+}
+
+/// The entries of type `kind` of the event stream `key`.
+fn events_of(s: &RedisServer, key: &str, kind: &str) -> Vec<HashMap<String, String>> {
     let reply: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-        .arg("t-events")
+        .arg(key)
         .arg("-")
         .arg("+")
         .query(&mut s.con())
@@ -365,13 +370,7 @@ fn each_shard_marks_its_own_jobs_and_listings_merge() {
         marked(&s)
     );
     let streams: usize = (0..2)
-        .map(|k| {
-            let n: usize = redis::cmd("XLEN")
-                .arg(format!("{{s/{k}}}-events"))
-                .query(&mut s.con())
-                .unwrap();
-            n
-        })
+        .map(|k| events_of(&s, &format!("{{s/{k}}}-events"), "stale").len())
         .sum();
     assert_eq!(streams, 8, "one stale event a job, in its shard's stream");
     let check = rb().args(["-c", "rb.toml", "check"]).ok();
