@@ -47,7 +47,7 @@
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/pass.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua`
 //!   in `dispatch/lost_jobs.rs`; `stale.lua` in `dispatch/staleness.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
-//!   `redis/registry.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
+//!   `redis/registry.rs`; `notify_state.lua` in `notify/state.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
 //!   `pause.lua`, `resume.lua` and `kill.lua` in `operator/control.rs`; `shards.lua` in
 //!   `redis/shards.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
@@ -104,6 +104,12 @@
 //!   viewers (`cache.rs`), the JSON API and `/metrics` (`api.rs`), the control routes
 //!   and their token and origin checks (`control.rs`), the embedded dashboard
 //!   (`dashboard.rs`, with `assets/`), the listener and its limits (`mod.rs`).
+//! - `notify/`: `redbike notify`, which reports changes of state from the event stream:
+//!   the loop over each shard (`mod.rs`), following the stream with a consumer group
+//!   (`stream.rs`), what an entry says and the entries skipped (`entry.rs`), the state
+//!   of each job and of the fleet that notifiers share, with the rate limit
+//!   (`state.rs`, with `notify_state.lua`), a notification and its bounds
+//!   (`message.rs`), and the command and webhook it goes to (`targets.rs`).
 //! - `schedule/`: the schedule language: RRULEs (`rule.rs`: the rule and its
 //!   evaluation; the parser in `rule/parse.rs`, the expansion in `rule/engine.rs`),
 //!   cron lines (`cron.rs`), the calendar arithmetic both share (`calendar.rs`), unix
@@ -129,7 +135,8 @@
 //! names every file of `src/`; its table `MAY_IMPORT` holds the rules):
 //!
 //! 1. `cli` uses everything; `serve` is used by `cli` only, and uses `operator`, `top`
-//!    and the layers below (never `dispatch` nor `work`'s loops).
+//!    and the layers below (never `dispatch` nor `work`'s loops); so is `notify`, which
+//!    uses `operator` (the fleet's figures) and the layers below.
 //! 2. `top`, which acts through `operator` (`control.rs`); `operator`, `dispatch` and
 //!    `work`, never each other (`operator` and `top` read the worker's queue syntax
 //!    from `work`).
@@ -159,6 +166,7 @@ pub(crate) mod jitter;
 pub mod jobid;
 pub mod limits;
 pub mod log;
+pub mod notify;
 pub mod operator;
 mod policy;
 pub mod redis;

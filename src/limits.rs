@@ -104,6 +104,22 @@ pub const EVENTS: Range = Range::new(0, 10_000_000, "entries");
 /// `events` when the configuration says nothing: a day of a job a minute for a
 /// fleet of seven jobs, about 2.2 MB with short outputs (docs/events.md).
 pub const DEFAULT_EVENTS: u64 = 10_000;
+/// `[redbike.notify] rate-limit`: seconds between two notifications of one job (0: no
+/// limit), a day at most.
+pub const NOTIFY_RATE_LIMIT: Range = Range::new(0, 86_400, "seconds");
+/// `[redbike.notify] exec-timeout`, `webhook-timeout`: seconds a delivery may take.
+pub const NOTIFY_TIMEOUT: Range = Range::new(1, 3600, "seconds");
+/// `[redbike.notify] exec-attempts`: runs of the command per notification.
+pub const NOTIFY_EXEC_ATTEMPTS: Range = Range::new(1, 100, "attempts");
+/// `[redbike.notify] backoff-max`: the longest wait between two attempts of a webhook.
+pub const NOTIFY_BACKOFF_MAX: Range = Range::new(1, 3600, "seconds");
+/// `[redbike.notify] retry-for`: how long a notification is retried, a week at most.
+pub const NOTIFY_RETRY_FOR: Range = Range::new(1, 7 * 86_400, "seconds");
+/// `[redbike.notify] claim-after`: seconds before another notifier takes over entries
+/// a notifier held without acknowledging them.
+pub const NOTIFY_CLAIM_AFTER: Range = Range::new(1, 86_400, "seconds");
+/// `[redbike.notify] check-every`: seconds between two checks of the fleet.
+pub const NOTIFY_CHECK_EVERY: Range = Range::new(1, 3600, "seconds");
 /// `history -n`: entries to print.
 pub const HISTORY_COUNT: Range = Range::new(1, 1_000_000, "");
 /// `port`: a TCP port.

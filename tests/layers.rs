@@ -23,6 +23,9 @@ const MAY_IMPORT: &[(&str, &str)] = &[
     ("cli", "*"),
     // `redbike serve`: used by the command line only, off the loops' code.
     ("serve", "operator top shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
+    // `redbike notify`: used by the command line only; reads the fleet's figures
+    // through `operator`, never the loops.
+    ("notify", "operator shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // 2. `top` acts through `operator` (run, pause, resume); none uses the loops.
     ("top", "operator work shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     ("operator", "work shard config redis history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),

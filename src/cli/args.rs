@@ -381,6 +381,21 @@ pub enum Command {
     /// Serve the prefix over HTTP: a dashboard, a JSON API and Prometheus /metrics
     #[command(after_long_help = help::SERVE)]
     Serve(crate::serve::Flags),
+    /// Follow the event stream and report changes of state (a job's first failure, its
+    /// recovery, stale and fresh jobs, no dispatcher, Redis hazards) to a command or a
+    /// webhook
+    #[command(after_long_help = help::NOTIFY)]
+    Notify {
+        /// POST each notification as JSON to this http or https URL (the secret of
+        /// $REDBIKE_NOTIFY_SECRET in the header X-Redbike-Secret)
+        #[arg(long, value_name = "URL")]
+        webhook: Option<String>,
+        /// Run this command for each notification, with its JSON on stdin and
+        /// REDBIKE_NOTIFY_* in its environment; takes the rest of the command line
+        #[arg(long, value_name = "CMD", num_args = 1.., allow_hyphen_values = true,
+              trailing_var_arg = true)]
+        exec: Vec<String>,
+    },
     /// Connect with the effective settings and print the server, role, version and
     /// latency reached (to debug TLS, ACL, Sentinel and Cluster set-ups)
     #[command(after_long_help = help::PING)]

@@ -508,6 +508,42 @@ another site (Origin, Sec-Fetch-Site) are refused. Without --allow-control these
 answer 403. Serve speaks plain HTTP: keep it on loopback, or behind a proxy that adds \
 TLS, before sending a token over a network.";
 
+/// `notify`: what it reports, where, and what it costs.
+pub const NOTIFY: &str = "\
+Follows the event stream of every shard (docs/events.md) until SIGTERM or Ctrl-C and \
+reports changes of state, not every run: a job's first failure after success (or its \
+first run, failed), its recovery (the first success after failures), a job becoming \
+stale and fresh again, jobs overdue while no dispatcher is alive (dispatcher-absent, \
+dispatcher-back), and a Redis hazard appearing or going away (hazard, hazard-cleared; \
+these two are checked every check-every seconds by one notifier of the prefix).
+
+Each notification is one JSON object (docs/notify.md): v, kind, prefix, job, queue, \
+time, id (the stream entry's), summary, run (the history entry, its output tail at most \
+2 KiB), suppressed (changes of the job left unsaid by the rate limit since its last \
+notification) and redelivered (true when it may have been delivered before); at most \
+16 KiB. --exec runs the command with the JSON on stdin and REDBIKE_NOTIFY_KIND, _JOB, \
+_QUEUE, _PREFIX, _TIME, _ID, _SUMMARY, _OUTCOME, _EXIT, _HAZARD, _SUPPRESSED and \
+_REDELIVERED in its environment, killing its process group after exec-timeout seconds \
+and trying exec-attempts times in all. --webhook POSTs the JSON with a timeout \
+(webhook-timeout), retrying with exponential backoff up to backoff-max seconds for \
+retry-for seconds (a 4xx answer other than 408 and 429 is not retried); \
+$REDBIKE_NOTIFY_SECRET, if set, goes in the header X-Redbike-Secret. Notifications of \
+one shard are delivered in order: the next waits until this one is delivered or given \
+up. Those settings and rate-limit are in [redbike.notify] (docs/configuration.md).
+
+Notifiers sharing a prefix share the consumer group redbike-notify and the state \
+PREFIX-notify-state: each notification is delivered once, by one of them. One killed \
+(even with -9) leaves the entries it held; after claim-after seconds another notifier, \
+or itself restarted, takes them over and delivers them, marked redelivered: at least \
+once. Entries of another format or type, or missing a field, are skipped and said in \
+the log (one line when skipping begins, one with the count when it ends). The group is \
+created at the end of the stream: what happened before the first notifier started is \
+not reported.
+
+Redis cost: a blocking XREADGROUP a second per shard, an EVALSHA and an XACK per \
+entry, and a fleet check (stats' reads) every check-every seconds by one notifier. \
+Workers are never slowed: the notifier only reads the stream and writes its own keys.";
+
 /// `ping`: what it prints and how each deployment is configured.
 pub const PING: &str = "\
 Prints one line per fact, KEY: VALUE: server (host:port reached), mode (standalone, \

@@ -240,6 +240,7 @@ fn execute(cli: Cli) -> Result<ExitCode> {
         Command::Ps { format } => reports::cmd_ps(&config, format),
         Command::Top { once, queues } => reports::cmd_top(&config, once, queues.as_deref()),
         Command::Serve(flags) => crate::serve::run(&config, &flags).map(|()| ExitCode::Success),
+        Command::Notify { webhook, exec } => processes::cmd_notify(&config, exec, webhook),
         Command::Ping => processes::cmd_ping(&config),
         Command::Completions { shell } => cmd_completions(shell),
     }

@@ -88,6 +88,31 @@ pub(super) fn cmd_control(config: &Config, signal: &str) -> Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
+pub(super) fn cmd_notify(
+    config: &Config,
+    exec: Vec<String>,
+    webhook: Option<String>,
+) -> Result<ExitCode> {
+    let n = &config.notify;
+    let secs = std::time::Duration::from_secs;
+    let options = crate::notify::Options {
+        exec,
+        webhook,
+        bounds: crate::notify::targets::Bounds {
+            exec_timeout: secs(n.exec_timeout),
+            exec_attempts: n.exec_attempts as u32,
+            webhook_timeout: secs(n.webhook_timeout),
+            backoff_max: secs(n.backoff_max),
+            retry_for: secs(n.retry_for),
+        },
+        rate_limit: n.rate_limit,
+        claim_after: secs(n.claim_after),
+        check_every: secs(n.check_every),
+    };
+    crate::notify::run(config, &options)?;
+    Ok(ExitCode::Success)
+}
+
 pub(super) fn cmd_ping(config: &Config) -> Result<ExitCode> {
     let report = crate::operator::ping::ping(config)?;
     out()

@@ -95,6 +95,12 @@ pub struct Keys {
     pub fresh_until: String,
     /// `P-stale`: the stale jobs (see [`crate::stale::Stale`]).
     pub stale: String,
+    /// `P-notify-state`: what `redbike notify` last reported of each job and of the
+    /// fleet, and its rate limits (see `notify/state.rs`; new here).
+    pub notify_state: String,
+    /// `P-notify-check`: held (with an expiry) by the notifier whose turn it is to check
+    /// the fleet (new here).
+    pub notify_check: String,
     /// `P-shards`: how many shards the prefix is split into (see [`crate::shard`]).
     pub shards: String,
     /// `P-python-seen`: evidence of a Python peer, expiring (see
@@ -172,6 +178,8 @@ impl Keys {
             events: format!("{prefix}-events"),
             fresh_until: format!("{prefix}-fresh-until"),
             stale: format!("{prefix}-stale"),
+            notify_state: format!("{prefix}-notify-state"),
+            notify_check: format!("{prefix}-notify-check"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),

@@ -21,6 +21,7 @@ mod jitter;
 mod job_commands;
 mod kill;
 mod limits;
+mod notify;
 mod liveness;
 mod oneoff;
 mod ops;

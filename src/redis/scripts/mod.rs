@@ -17,6 +17,7 @@
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
+//! | notify_state | `notify::state::apply` |
 
 pub(crate) mod backlog;
 pub(crate) mod control;
@@ -101,3 +102,5 @@ pub static DIED: LazyLock<Script> = script!("died.lua");
 pub static STALE: LazyLock<Script> = script!("stale.lua");
 /// `kill`: ask the worker that runs a job to stop this run.
 pub static KILL: LazyLock<Script> = script!("kill.lua");
+/// `notify`: record a state an event shows; whether it is a change to report.
+pub static NOTIFY_STATE: LazyLock<Script> = script!("notify_state.lua");

@@ -1,0 +1,86 @@
+-- notify_state: `redbike notify` records a state a stream entry (or a fleet check)
+-- shows, and learns whether it is a change to report, so that notifiers sharing a
+-- prefix agree on which entry changed a state and report each change once (see
+-- src/notify/state.rs).
+-- KEYS: the notifiers' state (P-notify-state, a hash)
+-- ARGV: field (`run:JOB`, `stale:JOB`, `fleet:NAME`), entry id (`MS-SEQ`, or `*`: now on
+--   Redis's clock), the state it shows, the state a first record keeps quiet about
+--   (`ok`: a job's first success is no news; empty: none), the rate field (`rate:JOB`,
+--   empty for none), the rate limit in seconds (0: none)
+-- A state field holds `LASTID STATE CHANGEID SAID`: the newest entry applied, the state
+-- it left, the entry that made that state, and the count of suppressed changes that
+-- entry's notification carried. A rate field holds `SENTMS SUPPRESSED`.
+-- Returns {word, previous state, suppressed, entry id}: `old` (older than, or the same
+-- as, the newest entry applied: nothing to say), `same` (no change), `quiet` (a first
+-- record of the quiet state), `suppressed` (a change within the rate limit: counted),
+-- `changed` (a change to report, with the changes suppressed since the last report),
+-- `again` (the entry that made the state, seen again: a redelivery to report again).
+local bad = wrong_type({KEYS[1], "hash"})
+if bad then
+  return bad
+end
+local field, id, state, quiet, rate_field = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local limit = tonumber(ARGV[6])
+if not limit or limit < 0 then
+  return redis.error_reply("ERR notify_state: bad rate limit " .. tostring(ARGV[6]))
+end
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+local time = redis.call("TIME")
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if id == "*" then
+  id = now_ms .. "-" .. (tonumber(time[2]) % 1000)
+end
+local function parse_id(text)
+  local ms, seq = string.match(text or "", "^(%d+)-(%d+)$")
+  return tonumber(ms), tonumber(seq)
+end
+local ms, seq = parse_id(id)
+if not ms then
+  return redis.error_reply("ERR notify_state: bad entry id " .. tostring(id))
+end
+local stored = redis.call("HGET", KEYS[1], field)
+local last, prev, change, said = "", "", "", "0"
+if stored then
+  last, prev, change, said = string.match(stored, "^(%S+) (%S+) (%S+) (%d+)$")
+  if not last then
+    last, prev, change, said = "", "", "", "0"
+  end
+end
+if last ~= "" then
+  if id == change then
+    return {"again", prev, tonumber(said), id}
+  end
+  local lms, lseq = parse_id(last)
+  if lms and (ms < lms or (ms == lms and seq <= lseq)) then
+    return {"old", prev, 0, id}
+  end
+end
+if prev == state then
+  redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. change .. " " .. said)
+  return {"same", prev, 0, id}
+end
+if prev == "" and state == quiet then
+  redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. id .. " 0")
+  return {"quiet", prev, 0, id}
+end
+local suppressed = 0
+if rate_field ~= "" then
+  local sent, count = 0, 0
+  local r = redis.call("HGET", KEYS[1], rate_field)
+  if r then
+    sent = tonumber(string.match(r, "^(%d+)")) or 0
+    count = tonumber(string.match(r, "^%d+ (%d+)$")) or 0
+  end
+  if limit > 0 and now_ms - sent < limit * 1000 then
+    redis.call("HSET", KEYS[1], rate_field, sent .. " " .. (count + 1))
+    -- No entry made this state as far as a redelivery goes: it is not reported again.
+    redis.call("HSET", KEYS[1], field, id .. " " .. state .. " - 0")
+    return {"suppressed", prev, count + 1, id}
+  end
+  suppressed = count
+  redis.call("HSET", KEYS[1], rate_field, now_ms .. " 0")
+end
+redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. id .. " " .. suppressed)
+return {"changed", prev, suppressed, id}
