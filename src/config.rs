@@ -206,14 +206,46 @@ fn notify_of(t: Option<NotifyTable>) -> Result<NotifySettings, ConfigError> {
     let t = t.unwrap_or_default();
     let d = NotifySettings::default();
     Ok(NotifySettings {
-        rate_limit: in_range("redbike.notify.rate-limit", limits::NOTIFY_RATE_LIMIT, t.rate_limit.unwrap_or(d.rate_limit))?,
-        exec_timeout: in_range("redbike.notify.exec-timeout", limits::NOTIFY_TIMEOUT, t.exec_timeout.unwrap_or(d.exec_timeout))?,
-        exec_attempts: in_range("redbike.notify.exec-attempts", limits::NOTIFY_EXEC_ATTEMPTS, t.exec_attempts.unwrap_or(d.exec_attempts))?,
-        webhook_timeout: in_range("redbike.notify.webhook-timeout", limits::NOTIFY_TIMEOUT, t.webhook_timeout.unwrap_or(d.webhook_timeout))?,
-        backoff_max: in_range("redbike.notify.backoff-max", limits::NOTIFY_BACKOFF_MAX, t.backoff_max.unwrap_or(d.backoff_max))?,
-        retry_for: in_range("redbike.notify.retry-for", limits::NOTIFY_RETRY_FOR, t.retry_for.unwrap_or(d.retry_for))?,
-        claim_after: in_range("redbike.notify.claim-after", limits::NOTIFY_CLAIM_AFTER, t.claim_after.unwrap_or(d.claim_after))?,
-        check_every: in_range("redbike.notify.check-every", limits::NOTIFY_CHECK_EVERY, t.check_every.unwrap_or(d.check_every))?,
+        rate_limit: in_range(
+            "redbike.notify.rate-limit",
+            limits::NOTIFY_RATE_LIMIT,
+            t.rate_limit.unwrap_or(d.rate_limit),
+        )?,
+        exec_timeout: in_range(
+            "redbike.notify.exec-timeout",
+            limits::NOTIFY_TIMEOUT,
+            t.exec_timeout.unwrap_or(d.exec_timeout),
+        )?,
+        exec_attempts: in_range(
+            "redbike.notify.exec-attempts",
+            limits::NOTIFY_EXEC_ATTEMPTS,
+            t.exec_attempts.unwrap_or(d.exec_attempts),
+        )?,
+        webhook_timeout: in_range(
+            "redbike.notify.webhook-timeout",
+            limits::NOTIFY_TIMEOUT,
+            t.webhook_timeout.unwrap_or(d.webhook_timeout),
+        )?,
+        backoff_max: in_range(
+            "redbike.notify.backoff-max",
+            limits::NOTIFY_BACKOFF_MAX,
+            t.backoff_max.unwrap_or(d.backoff_max),
+        )?,
+        retry_for: in_range(
+            "redbike.notify.retry-for",
+            limits::NOTIFY_RETRY_FOR,
+            t.retry_for.unwrap_or(d.retry_for),
+        )?,
+        claim_after: in_range(
+            "redbike.notify.claim-after",
+            limits::NOTIFY_CLAIM_AFTER,
+            t.claim_after.unwrap_or(d.claim_after),
+        )?,
+        check_every: in_range(
+            "redbike.notify.check-every",
+            limits::NOTIFY_CHECK_EVERY,
+            t.check_every.unwrap_or(d.check_every),
+        )?,
     })
 }
 

@@ -388,7 +388,12 @@ pub enum Command {
     Notify {
         /// POST each notification as JSON to this http or https URL (the secret of
         /// $REDBIKE_NOTIFY_SECRET in the header X-Redbike-Secret)
-        #[arg(long, value_name = "URL")]
+        #[arg(
+            long,
+            value_name = "URL",
+            env = "REDBIKE_NOTIFY_WEBHOOK",
+            hide_env_values = true
+        )]
         webhook: Option<String>,
         /// Run this command for each notification, with its JSON on stdin and
         /// REDBIKE_NOTIFY_* in its environment; takes the rest of the command line

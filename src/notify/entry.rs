@@ -61,14 +61,20 @@ impl std::fmt::Display for Skip {
             Skip::Version(v) => write!(f, "entries of format v={v} (this notifier reads v=1)"),
             Skip::Type(t) => write!(f, "entries of unknown type {t}"),
             Skip::Field(t, field) => write!(f, "{t} entries without a valid field {field}"),
-            Skip::Unparsable(why) => write!(f, "run entries whose entry is not a history entry ({why})"),
+            Skip::Unparsable(why) => {
+                write!(f, "run entries whose entry is not a history entry ({why})")
+            }
         }
     }
 }
 
 /// Reads an entry's fields (names and values as Redis holds them).
 pub fn parse(fields: &BTreeMap<String, Vec<u8>>) -> Result<Event, Skip> {
-    let text = |name: &str| fields.get(name).map(|v| String::from_utf8_lossy(v).into_owned());
+    let text = |name: &str| {
+        fields
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    };
     let v = text("v").unwrap_or_default();
     if v != "1" {
         return Err(Skip::Version(crate::terminal::text(&v).into_owned()));
@@ -80,7 +86,10 @@ pub fn parse(fields: &BTreeMap<String, Vec<u8>>) -> Result<Event, Skip> {
             .ok_or(Skip::Field(t, name))
     };
     let number = |t: &'static str, name: &'static str| {
-        need(t, name)?.trim().parse::<i64>().map_err(|_| Skip::Field(t, name))
+        need(t, name)?
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| Skip::Field(t, name))
     };
     match kind.as_str() {
         "run" => {
@@ -112,7 +121,9 @@ pub fn parse(fields: &BTreeMap<String, Vec<u8>>) -> Result<Event, Skip> {
         "fresh" => Ok(Event::Fresh {
             job: need("fresh", "job")?,
             queue: text("queue").unwrap_or_default(),
-            since: text("since").and_then(|s| s.trim().parse().ok()).unwrap_or(0),
+            since: text("since")
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0),
         }),
         "action" => Ok(Event::Action),
         other => Err(Skip::Type(crate::terminal::text(other).into_owned())),

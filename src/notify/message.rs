@@ -173,8 +173,17 @@ impl Notification {
         let optional = [
             ("JOB", self.job.clone()),
             ("QUEUE", self.queue.clone()),
-            ("OUTCOME", self.run.as_ref().map(|r| r.outcome.name().to_string())),
-            ("EXIT", self.run.as_ref().and_then(|r| r.exit).map(|e| e.to_string())),
+            (
+                "OUTCOME",
+                self.run.as_ref().map(|r| r.outcome.name().to_string()),
+            ),
+            (
+                "EXIT",
+                self.run
+                    .as_ref()
+                    .and_then(|r| r.exit)
+                    .map(|e| e.to_string()),
+            ),
             ("HAZARD", self.hazard.clone()),
         ];
         vars.extend(optional.into_iter().filter_map(|(k, v)| Some((k, v?))));

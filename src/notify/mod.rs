@@ -59,19 +59,24 @@ pub struct Options {
 pub fn run(config: &Config, options: &Options) -> Result<()> {
     if options.exec.is_empty() && options.webhook.is_none() {
         return Err(Error::Input(
-            "notify needs somewhere to send notifications: --exec COMMAND or --webhook URL"
-                .into(),
+            "notify needs somewhere to send notifications: --exec COMMAND or --webhook URL".into(),
         ));
     }
     // Checked before anything runs: a bad URL is an input error.
-    Targets::new(&options.exec, options.webhook.as_deref(), options.bounds.clone())
-        .map_err(Error::Input)?;
+    Targets::new(
+        &options.exec,
+        options.webhook.as_deref(),
+        options.bounds.clone(),
+    )
+    .map_err(Error::Input)?;
     let shards = shard::checked_all(config)?;
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(true)
         .map_err(|e| Error::io("cannot install signal handlers", e))?;
-    shard::run_each(&shards, &shutdown, |config| follow(config, options, &shutdown))?;
+    shard::run_each(&shards, &shutdown, |config| {
+        follow(config, options, &shutdown)
+    })?;
     crate::log_info!("notify stopping");
     Ok(())
 }
@@ -99,8 +104,12 @@ struct Follower<'a> {
 /// Follows one shard's stream until a stop is requested.
 fn follow(config: &Config, options: &Options, shutdown: &Shutdown) -> Result<()> {
     let keys = Keys::new(&config.prefix);
-    let targets = Targets::new(&options.exec, options.webhook.as_deref(), options.bounds.clone())
-        .map_err(Error::Input)?;
+    let targets = Targets::new(
+        &options.exec,
+        options.webhook.as_deref(),
+        options.bounds.clone(),
+    )
+    .map_err(Error::Input)?;
     let mut f = Follower {
         config,
         options,
@@ -204,7 +213,8 @@ impl Follower<'_> {
                 }
             }
             if !more {
-                self.next_claim = Instant::now() + (self.options.claim_after / 2).max(Duration::from_millis(500));
+                self.next_claim =
+                    Instant::now() + (self.options.claim_after / 2).max(Duration::from_millis(500));
             }
         }
         if Instant::now() >= self.next_check {
@@ -228,7 +238,12 @@ impl Follower<'_> {
 
     /// Deals with `items` in order; false when a stop was requested mid-way (the rest
     /// stay held, for a redelivery).
-    fn handle(&mut self, con: &mut Connection, items: Vec<Item>, shutdown: &Shutdown) -> redis::RedisResult<bool> {
+    fn handle(
+        &mut self,
+        con: &mut Connection,
+        items: Vec<Item>,
+        shutdown: &Shutdown,
+    ) -> redis::RedisResult<bool> {
         let mut held: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
         for item in items {
             if shutdown.requested() {
@@ -254,7 +269,8 @@ impl Follower<'_> {
     ) -> redis::RedisResult<Delivery> {
         let key = self.stream.key.clone();
         let Some(fields) = &item.fields else {
-            self.skips.skipped(&key, &item.id, entry::Skip::Field("any", "(trimmed away)"));
+            self.skips
+                .skipped(&key, &item.id, entry::Skip::Field("any", "(trimmed away)"));
             return Ok(Delivery::GaveUp);
         };
         let event = match entry::parse(fields) {
@@ -267,9 +283,12 @@ impl Follower<'_> {
                 return Ok(Delivery::GaveUp);
             }
         };
-        let Some((record, mut n)) =
-            state::of_event(&self.config.prefix, &item.id, &event, self.options.rate_limit)
-        else {
+        let Some((record, mut n)) = state::of_event(
+            &self.config.prefix,
+            &item.id,
+            &event,
+            self.options.rate_limit,
+        ) else {
             return Ok(Delivery::Delivered);
         };
         let (t, _) = state::apply(con, &self.keys, &record)?;
@@ -290,7 +309,13 @@ impl Follower<'_> {
     }
 
     /// Delivers `n`, keeping the entries `held` from other notifiers meanwhile.
-    fn send(&mut self, con: &mut Connection, n: &message::Notification, held: &[String], shutdown: &Shutdown) -> Delivery {
+    fn send(
+        &mut self,
+        con: &mut Connection,
+        n: &message::Notification,
+        held: &[String],
+        shutdown: &Shutdown,
+    ) -> Delivery {
         let stream = &self.stream;
         let mut last = Instant::now();
         let every = (self.options.claim_after / 3).max(Duration::from_millis(300));

@@ -57,7 +57,11 @@ pub struct Record<'a> {
 }
 
 /// Records `r` with `notify_state.lua`; the transition and the entry id used.
-pub fn apply(con: &mut Connection, keys: &Keys, r: &Record<'_>) -> RedisResult<(Transition, String)> {
+pub fn apply(
+    con: &mut Connection,
+    keys: &Keys,
+    r: &Record<'_>,
+) -> RedisResult<(Transition, String)> {
     let (rate_field, limit) = r.rate.clone().unwrap_or_default();
     let reply: Vec<Value> = scripts::NOTIFY_STATE
         .key(&keys.notify_state)
@@ -266,7 +270,9 @@ pub fn fleet_states(
         let mut n = if absent {
             base(
                 Kind::DispatcherAbsent,
-                format!("no dispatcher is alive on prefix {prefix} and {overdue} job(s) are overdue"),
+                format!(
+                    "no dispatcher is alive on prefix {prefix} and {overdue} job(s) are overdue"
+                ),
             )
         } else {
             base(

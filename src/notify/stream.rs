@@ -180,14 +180,11 @@ impl Stream {
     /// later: the stream's `entries-added` and the group's `entries-read`, once the
     /// group's last id is older than the stream's first entry).
     pub fn lost(&self, con: &mut Connection) -> RedisResult<Option<u64>> {
-        let stream: BTreeMap<String, Value> = match redis::cmd("XINFO")
-            .arg("STREAM")
-            .arg(&self.key)
-            .query(con)
-        {
-            Ok(m) => m,
-            Err(_) => return Ok(None),
-        };
+        let stream: BTreeMap<String, Value> =
+            match redis::cmd("XINFO").arg("STREAM").arg(&self.key).query(con) {
+                Ok(m) => m,
+                Err(_) => return Ok(None),
+            };
         let groups: Vec<BTreeMap<String, Value>> = redis::cmd("XINFO")
             .arg("GROUPS")
             .arg(&self.key)

@@ -254,7 +254,10 @@ impl Exec {
                 return Err(if stop {
                     "stopped".into()
                 } else {
-                    format!("the command ran past its timeout of {}s and was killed", timeout.as_secs())
+                    format!(
+                        "the command ran past its timeout of {}s and was killed",
+                        timeout.as_secs()
+                    )
                 });
             }
             std::thread::sleep(Duration::from_millis(20));

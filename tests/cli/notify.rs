@@ -76,13 +76,21 @@ impl Receiver {
 
     /// Every notification's body.
     pub fn all(&self) -> Vec<Value> {
-        self.got.lock().unwrap().iter().map(|g| g.body.clone()).collect()
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|g| g.body.clone())
+            .collect()
     }
 
     /// The bodies of the jobs' notifications (the fleet's left out: the test's Redis
     /// has no persistence, a hazard reported once).
     pub fn bodies(&self) -> Vec<Value> {
-        self.all().into_iter().filter(|b| b.get("job").is_some()).collect()
+        self.all()
+            .into_iter()
+            .filter(|b| b.get("job").is_some())
+            .collect()
     }
 
     pub fn count(&self) -> usize {
@@ -260,13 +268,35 @@ fn stale_then_fresh_give_one_notification_each() {
     for _ in 0..2 {
         xadd(
             &s,
-            &[("type", "stale"), ("job", "A-s"), ("queue", "A"), ("since", &since), ("bound", "3600")],
+            &[
+                ("type", "stale"),
+                ("job", "A-s"),
+                ("queue", "A"),
+                ("since", &since),
+                ("bound", "3600"),
+            ],
         );
     }
-    xadd(&s, &[("type", "fresh"), ("job", "A-s"), ("queue", "A"), ("since", "5")]);
     xadd(
         &s,
-        &[("type", "action"), ("action", "set"), ("target", "A-s"), ("detail", "x"), ("user", "u"), ("host", "h"), ("pid", "1")],
+        &[
+            ("type", "fresh"),
+            ("job", "A-s"),
+            ("queue", "A"),
+            ("since", "5"),
+        ],
+    );
+    xadd(
+        &s,
+        &[
+            ("type", "action"),
+            ("action", "set"),
+            ("target", "A-s"),
+            ("detail", "x"),
+            ("user", "u"),
+            ("host", "h"),
+            ("pid", "1"),
+        ],
     );
     assert!(wait_until(10.0, || r.count() >= 2), "{:?}", r.bodies());
     thread::sleep(Duration::from_millis(1500));
@@ -302,7 +332,11 @@ fn two_notifiers_deliver_each_notification_once() {
     jobs.dedup();
     assert_eq!(jobs.len(), 30, "each job once");
     // The fleet's check ran once per period, by one of them: the hazard is said once.
-    let hazards: Vec<Value> = r.all().into_iter().filter(|b| b["kind"] == "hazard").collect();
+    let hazards: Vec<Value> = r
+        .all()
+        .into_iter()
+        .filter(|b| b["kind"] == "hazard")
+        .collect();
     assert_eq!(hazards.len(), 1, "{hazards:?}");
     assert_eq!(hazards[0]["hazard"], "no-persistence");
 }
@@ -321,8 +355,16 @@ fn jobs_overdue_without_a_dispatcher_are_said_once_and_so_is_the_end() {
         .arg("A-late")
         .query(&mut s.con())
         .unwrap();
-    assert!(wait_until(10.0, || fleet("dispatcher-absent") == 1), "{:?}", r.all());
-    let b = r.all().into_iter().find(|b| b["kind"] == "dispatcher-absent").unwrap();
+    assert!(
+        wait_until(10.0, || fleet("dispatcher-absent") == 1),
+        "{:?}",
+        r.all()
+    );
+    let b = r
+        .all()
+        .into_iter()
+        .find(|b| b["kind"] == "dispatcher-absent")
+        .unwrap();
     assert_eq!(b["overdue"], 1);
     thread::sleep(Duration::from_millis(2500));
     assert_eq!(fleet("dispatcher-absent"), 1, "once per change");
@@ -331,7 +373,11 @@ fn jobs_overdue_without_a_dispatcher_are_said_once_and_so_is_the_end() {
         .arg("A-late")
         .query(&mut s.con())
         .unwrap();
-    assert!(wait_until(10.0, || fleet("dispatcher-back") == 1), "{:?}", r.all());
+    assert!(
+        wait_until(10.0, || fleet("dispatcher-back") == 1),
+        "{:?}",
+        r.all()
+    );
     assert_eq!(fleet("hazard"), 1);
 }
 
@@ -357,7 +403,11 @@ fn kill_9_mid_delivery_loses_nothing_and_marks_the_redelivery() {
     r.hold.store(false, Ordering::SeqCst);
     assert_eq!(r.count(), 0);
     let second = notifier(&s, &d, &["--webhook", &url]);
-    assert!(wait_until(15.0, || r.count() >= 1), "{}", stderr_of(second.child()));
+    assert!(
+        wait_until(15.0, || r.count() >= 1),
+        "{}",
+        stderr_of(second.child())
+    );
     let b = r.bodies();
     assert_eq!(b.len(), 1);
     assert_eq!(b[0]["id"], id.as_str());
@@ -391,11 +441,21 @@ fn a_webhook_down_for_a_while_gets_its_notifications_afterwards_in_order() {
     let port = free_port(); // nothing listens: connections are refused
     let url = format!("http://127.0.0.1:{port}/hook");
     let n = notifier(&s, &d, &["--webhook", &url]);
-    let ids: Vec<String> = (0..3).map(|i| run_entry(&s, &format!("A-{i}"), true)).collect();
-    assert!(wait_stderr(n.child(), "failed", 10.0), "{}", stderr_of(n.child()));
+    let ids: Vec<String> = (0..3)
+        .map(|i| run_entry(&s, &format!("A-{i}"), true))
+        .collect();
+    assert!(
+        wait_stderr(n.child(), "failed", 10.0),
+        "{}",
+        stderr_of(n.child())
+    );
     thread::sleep(Duration::from_secs(6));
     let r = Receiver::on(port);
-    assert!(wait_until(15.0, || r.count() >= 3), "{}", stderr_of(n.child()));
+    assert!(
+        wait_until(15.0, || r.count() >= 3),
+        "{}",
+        stderr_of(n.child())
+    );
     let got: Vec<String> = r
         .bodies()
         .iter()
@@ -404,7 +464,12 @@ fn a_webhook_down_for_a_while_gets_its_notifications_afterwards_in_order() {
     assert_eq!(got, ids, "all of them, in order");
     assert!(wait_stderr(n.child(), "delivers again", 5.0));
     // One line when the trouble began, not one per attempt.
-    assert_eq!(stderr_of(n.child()).matches("failed:").count(), 1, "{}", stderr_of(n.child()));
+    assert_eq!(
+        stderr_of(n.child()).matches("failed:").count(),
+        1,
+        "{}",
+        stderr_of(n.child())
+    );
 }
 
 #[test]
@@ -453,7 +518,8 @@ fn exec_gets_the_json_on_stdin_and_in_its_environment() {
     let json = out.join(format!("{id}.json"));
     let env = out.join(format!("{id}.env"));
     assert!(
-        wait_until(10.0, || std::fs::read_to_string(&env).is_ok_and(|e| e.contains("KIND"))),
+        wait_until(10.0, || std::fs::read_to_string(&env)
+            .is_ok_and(|e| e.contains("KIND"))),
         "{}",
         stderr_of(n.child())
     );
@@ -489,7 +555,8 @@ fn a_hanging_command_times_out_and_the_notifier_goes_on() {
     run_entry(&s, "A-hang", true);
     run_entry(&s, "A-next", true);
     assert!(
-        wait_until(15.0, || std::fs::read_to_string(&out).is_ok_and(|t| t.contains("A-next"))),
+        wait_until(15.0, || std::fs::read_to_string(&out)
+            .is_ok_and(|t| t.contains("A-next"))),
         "{}",
         stderr_of(n.child())
     );
@@ -520,13 +587,41 @@ fn malformed_entries_are_skipped_and_said() {
     xadd(&s, &[("v", "2"), ("type", "run"), ("job", "A-v2")]);
     xadd(&s, &[("type", "bogus"), ("job", "A-b")]);
     xadd(&s, &[("type", "run"), ("failed", "1"), ("entry", "{}")]);
-    xadd(&s, &[("type", "run"), ("job", "A-j"), ("failed", "1"), ("entry", "{not json")]);
-    xadd(&s, &[("type", "stale"), ("job", "A-j"), ("since", "x"), ("bound", "1")]);
+    xadd(
+        &s,
+        &[
+            ("type", "run"),
+            ("job", "A-j"),
+            ("failed", "1"),
+            ("entry", "{not json"),
+        ],
+    );
+    xadd(
+        &s,
+        &[
+            ("type", "stale"),
+            ("job", "A-j"),
+            ("since", "x"),
+            ("bound", "1"),
+        ],
+    );
     let huge = "x".repeat(1_000_000);
     let entry = serde_json::json!({"job": "A-big", "queue": "A", "outcome": "failed", "end": 1.0, "tail": huge, "detail": huge});
-    xadd(&s, &[("type", "run"), ("job", "A-big"), ("failed", "1"), ("entry", &entry.to_string())]);
+    xadd(
+        &s,
+        &[
+            ("type", "run"),
+            ("job", "A-big"),
+            ("failed", "1"),
+            ("entry", &entry.to_string()),
+        ],
+    );
     let good = run_entry(&s, "A-good", true);
-    assert!(wait_until(10.0, || r.count() >= 2), "{}", stderr_of(n.child()));
+    assert!(
+        wait_until(10.0, || r.count() >= 2),
+        "{}",
+        stderr_of(n.child())
+    );
     thread::sleep(Duration::from_millis(1000));
     let b = r.bodies();
     assert_eq!(b.len(), 2, "{b:?}");
@@ -541,7 +636,11 @@ fn malformed_entries_are_skipped_and_said() {
     assert!(err.contains("without a valid field job"), "{err}");
     assert!(err.contains("not a history entry"), "{err}");
     assert!(err.contains("without a valid field since"), "{err}");
-    assert_eq!(err.matches("format v=2").count(), 2, "one line each way: {err}");
+    assert_eq!(
+        err.matches("format v=2").count(),
+        2,
+        "one line each way: {err}"
+    );
 }
 
 #[test]
@@ -570,12 +669,24 @@ fn bad_notify_settings_and_flags_are_refused() {
     let d = workdir();
     notify_config(&d, "rate-limit = 100000");
     bare(d.path())
-        .args(["notify", "-c", "rb.toml", "--webhook", "http://127.0.0.1:1/"])
+        .args([
+            "notify",
+            "-c",
+            "rb.toml",
+            "--webhook",
+            "http://127.0.0.1:1/",
+        ])
         .run()
         .fails(2, "rate-limit");
     notify_config(&d, "retry-after = 3");
     bare(d.path())
-        .args(["notify", "-c", "rb.toml", "--webhook", "http://127.0.0.1:1/"])
+        .args([
+            "notify",
+            "-c",
+            "rb.toml",
+            "--webhook",
+            "http://127.0.0.1:1/",
+        ])
         .run()
         .fails(2, "retry-after");
     notify_config(&d, "");

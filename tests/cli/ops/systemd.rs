@@ -131,7 +131,10 @@ fn exec_start_commands_are_accepted_by_the_binary() {
         }
     }
     subcommands.sort();
-    assert_eq!(subcommands, ["dispatch", "serve", "stats", "work"]);
+    assert_eq!(
+        subcommands,
+        ["dispatch", "notify", "serve", "stats", "work"]
+    );
 }
 
 /// The worker's default grace period, from an empty config file.
