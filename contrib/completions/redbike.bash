@@ -31,9 +31,6 @@ _redbike() {
             redbike,dispatch)
                 cmd="redbike__subcmd__dispatch"
                 ;;
-            redbike,events)
-                cmd="redbike__subcmd__events"
-                ;;
             redbike,help)
                 cmd="redbike__subcmd__help"
                 ;;
@@ -51,6 +48,9 @@ _redbike() {
                 ;;
             redbike,next)
                 cmd="redbike__subcmd__next"
+                ;;
+            redbike,notify)
+                cmd="redbike__subcmd__notify"
                 ;;
             redbike,pause)
                 cmd="redbike__subcmd__pause"
@@ -109,9 +109,6 @@ _redbike() {
             redbike__subcmd__help,dispatch)
                 cmd="redbike__subcmd__help__subcmd__dispatch"
                 ;;
-            redbike__subcmd__help,events)
-                cmd="redbike__subcmd__help__subcmd__events"
-                ;;
             redbike__subcmd__help,help)
                 cmd="redbike__subcmd__help__subcmd__help"
                 ;;
@@ -129,6 +126,9 @@ _redbike() {
                 ;;
             redbike__subcmd__help,next)
                 cmd="redbike__subcmd__help__subcmd__next"
+                ;;
+            redbike__subcmd__help,notify)
+                cmd="redbike__subcmd__help__subcmd__notify"
                 ;;
             redbike__subcmd__help,pause)
                 cmd="redbike__subcmd__help__subcmd__pause"
@@ -179,7 +179,7 @@ _redbike() {
 
     case "${cmd}" in
         redbike)
-            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history events stats ps top serve ping completions help"
+            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve notify ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -394,50 +394,8 @@ _redbike() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        redbike__subcmd__events)
-            opts="-f -c -v -q -h --follow --failures --job --since --format --config --redis-url --prefix --verbose --quiet --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --job)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --since)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --format)
-                    COMPREPLY=($(compgen -W "text json csv" -- "${cur}"))
-                    return 0
-                    ;;
-                --config)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -c)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --redis-url)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         redbike__subcmd__help)
-            opts="set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history events stats ps top serve ping completions help"
+            opts="set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve notify ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -507,20 +465,6 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help__subcmd__dispatch)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        redbike__subcmd__help__subcmd__events)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -605,6 +549,20 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help__subcmd__next)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__help__subcmd__notify)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -982,6 +940,44 @@ _redbike() {
                     return 0
                     ;;
                 --job)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__notify)
+            opts="-c -v -q -h --webhook --exec --config --redis-url --prefix --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --webhook)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exec)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
