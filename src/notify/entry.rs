@@ -53,6 +53,8 @@ pub enum Skip {
     Field(&'static str, &'static str),
     /// The `entry` of a run is not a history entry.
     Unparsable(String),
+    /// Trimmed away from the stream while a notifier held it.
+    Trimmed,
 }
 
 impl std::fmt::Display for Skip {
@@ -64,6 +66,7 @@ impl std::fmt::Display for Skip {
             Skip::Unparsable(why) => {
                 write!(f, "run entries whose entry is not a history entry ({why})")
             }
+            Skip::Trimmed => write!(f, "entries trimmed away before they were delivered"),
         }
     }
 }

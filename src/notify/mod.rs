@@ -269,8 +269,7 @@ impl Follower<'_> {
     ) -> redis::RedisResult<Delivery> {
         let key = self.stream.key.clone();
         let Some(fields) = &item.fields else {
-            self.skips
-                .skipped(&key, &item.id, entry::Skip::Field("any", "(trimmed away)"));
+            self.skips.skipped(&key, &item.id, entry::Skip::Trimmed);
             return Ok(Delivery::GaveUp);
         };
         let event = match entry::parse(fields) {

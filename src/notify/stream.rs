@@ -201,11 +201,15 @@ impl Stream {
             m.get(k)
                 .and_then(|v| redis::from_redis_value::<u64>(v.clone()).ok())
         };
-        let (Some(added), Some(length), Some(read)) = (
-            num(&stream, "entries-added"),
-            num(&stream, "length"),
-            num(group, "entries-read"),
-        ) else {
+        // A group that never read has no `entries-read` (nil) and last id 0-0.
+        let never_read = group
+            .get("last-delivered-id")
+            .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
+            .is_some_and(|id| id == "0-0");
+        let read = num(group, "entries-read").or(never_read.then_some(0));
+        let (Some(added), Some(length), Some(read)) =
+            (num(&stream, "entries-added"), num(&stream, "length"), read)
+        else {
             return Ok(None);
         };
         // Entries gone from the stream (trimmed or deleted) that the group never read.

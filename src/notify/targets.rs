@@ -317,12 +317,48 @@ impl Webhook {
         })
     }
 
-    fn attempt(&self, json: &[u8]) -> Attempt {
-        let mut req = self
-            .agent
-            .post(&self.url)
-            .header("Content-Type", "application/json");
-        if let Some(secret) = &self.secret {
+    /// One POST, on a thread of its own so that a stop signal ends the wait at once
+    /// (the thread is left to its timeout); `None` when a stop was requested.
+    fn attempt(
+        &self,
+        json: &[u8],
+        shutdown: &Shutdown,
+        keepalive: &mut dyn FnMut(),
+    ) -> Option<Attempt> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (agent, url, secret, body) = (
+            self.agent.clone(),
+            self.url.clone(),
+            self.secret.clone(),
+            json.to_vec(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name("notify-webhook".into())
+            .spawn(move || {
+                let _ = tx.send(Webhook::post(&agent, &url, secret.as_deref(), &body));
+            });
+        if let Err(e) = spawned {
+            return Some(Attempt::Retry(format!("cannot start a thread: {e}")));
+        }
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(a) => return Some(a),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Some(Attempt::Retry("the request ended without an answer".into()))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if shutdown.requested() {
+                        return None;
+                    }
+                    keepalive();
+                }
+            }
+        }
+    }
+
+    fn post(agent: &ureq::Agent, url: &str, secret: Option<&str>, json: &[u8]) -> Attempt {
+        let mut req = agent.post(url).header("Content-Type", "application/json");
+        if let Some(secret) = secret {
             req = req.header(SECRET_HEADER, secret);
         }
         match req.send(json) {
@@ -350,7 +386,10 @@ impl Webhook {
         let mut backoff = FIRST_BACKOFF;
         let target = format!("webhook {}", self.shown);
         loop {
-            match self.attempt(json) {
+            let Some(attempt) = self.attempt(json, shutdown, keepalive) else {
+                return Delivery::Stopped;
+            };
+            match attempt {
                 Attempt::Ok => {
                     self.trouble.worked(&target);
                     return Delivery::Delivered;

@@ -699,3 +699,65 @@ fn bad_notify_settings_and_flags_are_refused() {
         .run()
         .fails(2, "not an http or https URL");
 }
+
+#[test]
+fn a_stream_trimmed_past_the_group_says_how_many_were_lost() {
+    let s = RedisServer::start();
+    let d = workdir();
+    notify_config(&d, "");
+    let r = Receiver::start();
+    let url = r.url();
+    let n = notifier(&s, &d, &["--webhook", &url]);
+    assert!(send_signal(n.child().id() as i32, libc::SIGTERM));
+    let (code, _) = n.finish(10.0);
+    assert_eq!(code, Some(0));
+    for i in 0..20 {
+        run_entry(&s, &format!("A-{i}"), true);
+    }
+    let _: i64 = redis::cmd("XTRIM")
+        .arg("t-events")
+        .arg("MAXLEN")
+        .arg(5)
+        .query(&mut s.con())
+        .unwrap();
+    let n = notifier(&s, &d, &["--webhook", &url]);
+    assert!(
+        wait_stderr(n.child(), "15 entries were never read", 10.0),
+        "{}",
+        stderr_of(n.child())
+    );
+    assert!(wait_until(10.0, || r.count() >= 5));
+    thread::sleep(Duration::from_millis(500));
+    let jobs: Vec<String> = kinds(&r).into_iter().map(|(_, j)| j).collect();
+    assert_eq!(jobs, ["A-15", "A-16", "A-17", "A-18", "A-19"]);
+}
+
+#[test]
+fn a_stop_signal_ends_a_delivery_under_way_and_the_next_notifier_delivers_it() {
+    let s = RedisServer::start();
+    let d = workdir();
+    notify_config(&d, "claim-after = 1\nwebhook-timeout = 60");
+    let r = Receiver::start();
+    r.hold.store(true, Ordering::SeqCst);
+    let url = r.url();
+    let n = notifier(&s, &d, &["--webhook", &url]);
+    let id = run_entry(&s, "A-t", true);
+    assert!(wait_until(10.0, || pending_count(&s).0 == 1));
+    thread::sleep(Duration::from_millis(300));
+    let start = std::time::Instant::now();
+    assert!(send_signal(n.child().id() as i32, libc::SIGTERM));
+    let (code, err) = n.finish(10.0);
+    assert_eq!(code, Some(0), "{err}");
+    // The request in flight is abandoned at once, not waited out.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    r.hold.store(false, Ordering::SeqCst);
+    let _n = notifier(&s, &d, &["--webhook", &url]);
+    assert!(wait_until(10.0, || r.count() >= 1));
+    let b = r.bodies();
+    assert_eq!(b[0]["id"], id.as_str());
+    assert_eq!(b[0]["redelivered"], true);
+}
