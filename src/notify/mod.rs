@@ -329,7 +329,7 @@ impl Follower<'_> {
             crate::log_info!(
                 "notify: sent {} {}{}",
                 n.kind.name(),
-                crate::terminal::text(&n.summary),
+                n.summary,
                 if n.redelivered { " (redelivered)" } else { "" }
             );
         }
@@ -404,3 +404,6 @@ impl Follower<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
