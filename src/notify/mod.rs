@@ -35,6 +35,9 @@ use state::Transition;
 use stream::{Item, Stream};
 use targets::{Bounds, Delivery, Targets};
 
+/// Consumers of the group idle this long and holding nothing are dropped (dead
+/// notifiers' names would pile up otherwise).
+const CONSUMER_IDLE_MS: u64 = 3_600_000;
 /// How long a read waits for a new entry before the loop looks at its other duties.
 const BLOCK_MS: u64 = 1000;
 
@@ -70,6 +73,11 @@ pub fn run(config: &Config, options: &Options) -> Result<()> {
     )
     .map_err(Error::Input)?;
     let shards = shard::checked_all(config)?;
+    if config.events == 0 {
+        crate::log_warn!(
+            "notify: [redbike] events = 0 in this configuration: if the fleet's says so too, no events are written and there is nothing to report"
+        );
+    }
     let shutdown = Shutdown::new();
     shutdown
         .install_signals(true)
@@ -359,6 +367,13 @@ impl Follower<'_> {
             .query(con)?;
         if mine.is_none() {
             return Ok(());
+        }
+        let dropped = self.stream.drop_idle(con, CONSUMER_IDLE_MS)?;
+        if dropped > 0 {
+            crate::log_debug!(
+                "notify: {}: dropped {dropped} consumer(s) idle for over an hour, holding nothing",
+                self.stream.key
+            );
         }
         let opts = crate::operator::stats::Options {
             overdue_after: self.config.overdue_after,

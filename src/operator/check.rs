@@ -338,6 +338,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.stale.clone(), "hash"),
             (k.python_seen.clone(), "string"),
             (k.schedules_lost.clone(), "string"),
+            (k.notify_state.clone(), "hash"),
+            (k.notify_check.clone(), "string"),
         ];
         let head = format!("{}-work-", k.prefix);
         let history = k.history("");
