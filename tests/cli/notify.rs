@@ -761,3 +761,61 @@ fn a_stop_signal_ends_a_delivery_under_way_and_the_next_notifier_delivers_it() {
     assert_eq!(b[0]["id"], id.as_str());
     assert_eq!(b[0]["redelivered"], true);
 }
+
+#[test]
+fn a_split_prefix_is_followed_on_every_shard() {
+    let s = RedisServer::start();
+    let d = workdir();
+    std::fs::write(
+        path(&d, "rb.toml"),
+        "[redbike]\nprefix = \"{s}\"\nshards = 2\n[redbike.notify]\n",
+    )
+    .unwrap();
+    let r = Receiver::start();
+    let child = bike(&s, d.path())
+        .env_remove("REDBIKE_PREFIX")
+        .args(["notify", "-c", "rb.toml", "--webhook", &r.url()])
+        .spawn();
+    let n = Bg(Some(child));
+    for shard in ["{s/0}-events", "{s/1}-events"] {
+        assert!(
+            wait_stderr(n.child(), &format!("following {shard}"), 10.0),
+            "{}",
+            stderr_of(n.child())
+        );
+    }
+    for (k, job) in [(0, "A-zero"), (1, "A-one")] {
+        let entry = serde_json::json!({"job": job, "queue": "A", "outcome": "failed", "end": 1.0});
+        let _: String = redis::cmd("XADD")
+            .arg(format!("{{s/{k}}}-events"))
+            .arg("*")
+            .arg(&["v", "1", "type", "run", "job", job, "failed", "1"])
+            .arg("entry")
+            .arg(entry.to_string())
+            .query(&mut s.con())
+            .unwrap();
+    }
+    assert!(
+        wait_until(10.0, || r.count() >= 2),
+        "{}",
+        stderr_of(n.child())
+    );
+    let mut got: Vec<(String, String)> = r
+        .bodies()
+        .iter()
+        .map(|b| {
+            (
+                b["prefix"].as_str().unwrap().into(),
+                b["job"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("{s/0}".to_string(), "A-zero".to_string()),
+            ("{s/1}".to_string(), "A-one".to_string())
+        ]
+    );
+}
