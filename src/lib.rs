@@ -47,7 +47,8 @@
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/pass.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua`
 //!   in `dispatch/lost_jobs.rs`; `stale.lua` in `dispatch/staleness.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
-//!   `redis/registry.rs`; `notify_state.lua` in `notify/state.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
+//!   `redis/registry.rs`; `notify_state.lua` and
+//!   `notify_release.lua` in `notify/state.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
 //!   `pause.lua`, `resume.lua` and `kill.lua` in `operator/control.rs`; `shards.lua` in
 //!   `redis/shards.rs`.
 //! - `dispatch/`: `redbike dispatch`. The dispatcher loop is `run` in
@@ -108,7 +109,7 @@
 //!   the loop over each shard (`mod.rs`), following the stream with a consumer group
 //!   (`stream.rs`), what an entry says and the entries skipped (`entry.rs`), the state
 //!   of each job and of the fleet that notifiers share, with the rate limit
-//!   (`state.rs`, with `notify_state.lua`), a notification and its bounds
+//!   (`state.rs`, with `notify_state.lua` and `notify_release.lua`), a notification and its bounds
 //!   (`message.rs`), and the command and webhook it goes to (`targets.rs`).
 //! - `schedule/`: the schedule language: RRULEs (`rule.rs`: the rule and its
 //!   evaluation; the parser in `rule/parse.rs`, the expansion in `rule/engine.rs`),

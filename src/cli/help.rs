@@ -527,7 +527,9 @@ _REDELIVERED in its environment, killing its process group after exec-timeout se
 and trying exec-attempts times in all. --webhook POSTs the JSON with a timeout \
 (webhook-timeout), retrying with exponential backoff up to backoff-max seconds for \
 retry-for seconds (a 4xx answer other than 408 and 429 is not retried); \
-$REDBIKE_NOTIFY_SECRET, if set, goes in the header X-Redbike-Secret. Notifications of \
+$REDBIKE_NOTIFY_SECRET, if set, goes in the header X-Redbike-Secret. With rate-limit, a \
+job gets at most one notification per that many seconds; a state that lasts to the end \
+of the window is reported then. Notifications of \
 one shard are delivered in order: the next waits until this one is delivered or given \
 up. Those settings and rate-limit are in [redbike.notify] (docs/configuration.md).
 

@@ -102,6 +102,8 @@ struct Follower<'a> {
     lost: u64,
     next_claim: Instant,
     next_check: Instant,
+    /// When to look for changes held back by the rate limit whose window ended.
+    next_release: Instant,
     /// Whether the group is known to exist on this connection.
     joined: bool,
     /// Whether this consumer's own held entries must be read again (after a
@@ -129,6 +131,7 @@ fn follow(config: &Config, options: &Options, shutdown: &Shutdown) -> Result<()>
         lost: 0,
         next_claim: Instant::now(),
         next_check: Instant::now(),
+        next_release: Instant::now(),
         joined: false,
         reread: true,
     };
@@ -224,6 +227,10 @@ impl Follower<'_> {
                 self.next_claim =
                     Instant::now() + (self.options.claim_after / 2).max(Duration::from_millis(500));
             }
+        }
+        if self.options.rate_limit > 0 && Instant::now() >= self.next_release {
+            self.next_release = Instant::now() + Duration::from_secs(1);
+            self.release(con, shutdown)?;
         }
         if Instant::now() >= self.next_check {
             self.next_check = Instant::now() + self.options.check_every;
@@ -342,6 +349,24 @@ impl Follower<'_> {
             );
         }
         result
+    }
+
+    /// Reports the changes the rate limit held back whose window ended and whose state
+    /// lasted, built from their stream entries.
+    fn release(&mut self, con: &mut Connection, shutdown: &Shutdown) -> redis::RedisResult<()> {
+        for r in state::release(con, &self.keys)? {
+            let fields = self.stream.entry(con, &r.id)?;
+            let built = fields
+                .and_then(|f| entry::parse(&f).ok())
+                .and_then(|e| state::of_event(&self.config.prefix, &r.id, &e, 0).map(|(_, n)| n));
+            let mut n =
+                built.unwrap_or_else(|| state::released_without_entry(&self.config.prefix, &r));
+            n.suppressed = r.suppressed;
+            if self.send(con, &n, &[], shutdown) == Delivery::Stopped {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// The fleet's check, by whichever notifier takes `P-notify-check` first: jobs

@@ -65,6 +65,7 @@ pub fn apply(
     let (rate_field, limit) = r.rate.clone().unwrap_or_default();
     let reply: Vec<Value> = scripts::NOTIFY_STATE
         .key(&keys.notify_state)
+        .key(&keys.notify_held)
         .arg(&r.field)
         .arg(r.id)
         .arg(r.state)
@@ -96,6 +97,73 @@ pub fn apply(
         other => return Err(scripts::unexpected("notify_state.lua", other)),
     };
     Ok((t, text(3)))
+}
+
+/// A change the rate limit held back whose state lasted to the window's end: to
+/// report now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Released {
+    /// `run:JOB` or `stale:JOB`.
+    pub field: String,
+    /// The newest entry applied to it (the one to report).
+    pub id: String,
+    /// Its state.
+    pub state: String,
+    /// Changes suppressed since the job's last notification.
+    pub suppressed: u64,
+}
+
+/// Takes the jobs whose rate-limit window ended with changes held back
+/// (`notify_release.lua`): the fields to report.
+pub fn release(con: &mut Connection, keys: &Keys) -> RedisResult<Vec<Released>> {
+    let flat: Vec<Value> = scripts::NOTIFY_RELEASE
+        .key(&keys.notify_state)
+        .key(&keys.notify_held)
+        .arg(100)
+        .arg("run,stale")
+        .invoke(con)?;
+    let text = |v: &Value| redis::from_redis_value::<String>(v.clone()).unwrap_or_default();
+    Ok(flat
+        .chunks(4)
+        .filter_map(|c| match c {
+            [field, id, state, n] => Some(Released {
+                field: text(field),
+                id: text(id),
+                state: text(state),
+                suppressed: redis::from_redis_value::<u64>(n.clone()).unwrap_or(0),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The notification of a released change whose entry is gone from the stream (or
+/// unreadable): what the state says, without the run.
+pub fn released_without_entry(prefix: &str, r: &Released) -> Notification {
+    let (kind_name, job) = r.field.split_once(':').unwrap_or(("run", &r.field));
+    let kind = match (kind_name, r.state.as_str()) {
+        ("run", "fail") => Kind::Failure,
+        ("run", _) => Kind::Recovery,
+        (_, "stale") => Kind::Stale,
+        _ => Kind::Fresh,
+    };
+    Notification {
+        v: 1,
+        kind,
+        prefix: prefix.to_string(),
+        job: Some(job.to_string()),
+        queue: None,
+        time: id_time(&r.id),
+        id: r.id.clone(),
+        summary: format!("job {job}: {} (its stream entry is gone)", kind.name()),
+        run: None,
+        since: None,
+        bound: None,
+        hazard: None,
+        overdue: None,
+        suppressed: r.suppressed,
+        redelivered: false,
+    }
 }
 
 /// The unix seconds of a stream id (`MS-SEQ`).

@@ -166,6 +166,23 @@ impl Stream {
             .map(drop)
     }
 
+    /// The entry `id`, if the stream still holds it (its fields).
+    pub fn entry(
+        &self,
+        con: &mut Connection,
+        id: &str,
+    ) -> RedisResult<Option<BTreeMap<String, Vec<u8>>>> {
+        let reply: Value = redis::cmd("XRANGE")
+            .arg(&self.key)
+            .arg(id)
+            .arg(id)
+            .query(con)?;
+        Ok(items(&reply, false)
+            .into_iter()
+            .next()
+            .and_then(|i| i.fields))
+    }
+
     /// Acknowledges an entry dealt with.
     pub fn ack(&self, con: &mut Connection, id: &str) -> RedisResult<()> {
         redis::cmd("XACK")

@@ -340,6 +340,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (k.schedules_lost.clone(), "string"),
             (k.notify_state.clone(), "hash"),
             (k.notify_check.clone(), "string"),
+            (k.notify_held.clone(), "zset"),
         ];
         let head = format!("{}-work-", k.prefix);
         let history = k.history("");

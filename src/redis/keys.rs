@@ -98,6 +98,9 @@ pub struct Keys {
     /// `P-notify-state`: what `redbike notify` last reported of each job and of the
     /// fleet, and its rate limits (see `notify/state.rs`; new here).
     pub notify_state: String,
+    /// `P-notify-held`: jobs whose changes the rate limit holds back, by the end of their
+    /// window, in ms (new here).
+    pub notify_held: String,
     /// `P-notify-check`: held (with an expiry) by the notifier whose turn it is to check
     /// the fleet (new here).
     pub notify_check: String,
@@ -180,6 +183,7 @@ impl Keys {
             stale: format!("{prefix}-stale"),
             notify_state: format!("{prefix}-notify-state"),
             notify_check: format!("{prefix}-notify-check"),
+            notify_held: format!("{prefix}-notify-held"),
             shards: format!("{prefix}-shards"),
             python_seen: format!("{prefix}-python-seen"),
             schedules_lost: format!("{prefix}-schedules-lost"),

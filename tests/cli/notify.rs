@@ -819,3 +819,25 @@ fn a_split_prefix_is_followed_on_every_shard() {
         ]
     );
 }
+
+#[test]
+fn a_change_the_rate_limit_held_back_is_reported_when_its_window_ends() {
+    let s = RedisServer::start();
+    let d = workdir();
+    notify_config(&d, "rate-limit = 2");
+    let r = Receiver::start();
+    let _n = notifier(&s, &d, &["--webhook", &r.url()]);
+    run_entry(&s, "A-h", true);
+    let back = run_entry(&s, "A-h", false);
+    assert!(wait_until(10.0, || r.count() >= 1));
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(r.count(), 1, "held back");
+    assert!(wait_until(10.0, || r.count() >= 2));
+    thread::sleep(Duration::from_millis(1500));
+    let b = r.bodies();
+    assert_eq!(b.len(), 2, "{b:?}");
+    assert_eq!(b[1]["kind"], "recovery");
+    assert_eq!(b[1]["id"], back.as_str());
+    assert_eq!(b[1]["suppressed"], 1);
+    assert_eq!(b[1]["run"]["outcome"], "ok");
+}

@@ -17,7 +17,7 @@
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
-//! | notify_state | `notify::state::apply` |
+//! | notify_state, notify_release | `notify::state::apply`, `notify::state::release` |
 
 pub(crate) mod backlog;
 pub(crate) mod control;
@@ -104,3 +104,5 @@ pub static STALE: LazyLock<Script> = script!("stale.lua");
 pub static KILL: LazyLock<Script> = script!("kill.lua");
 /// `notify`: record a state an event shows; whether it is a change to report.
 pub static NOTIFY_STATE: LazyLock<Script> = script!("notify_state.lua");
+/// `notify`: report the changes a job's rate limit held back, at the window's end.
+pub static NOTIFY_RELEASE: LazyLock<Script> = script!("notify_release.lua");

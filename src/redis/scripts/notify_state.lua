@@ -2,20 +2,22 @@
 -- shows, and learns whether it is a change to report, so that notifiers sharing a
 -- prefix agree on which entry changed a state and report each change once (see
 -- src/notify/state.rs).
--- KEYS: the notifiers' state (P-notify-state, a hash)
+-- KEYS: the notifiers' state (P-notify-state, a hash), the jobs with changes held back
+--   by the rate limit (P-notify-held, a sorted set: rate field -> end of the window, ms)
 -- ARGV: field (`run:JOB`, `stale:JOB`, `fleet:NAME`), entry id (`MS-SEQ`, or `*`: now on
 --   Redis's clock), the state it shows, the state a first record keeps quiet about
 --   (`ok`: a job's first success is no news; empty: none), the rate field (`rate:JOB`,
 --   empty for none), the rate limit in seconds (0: none)
--- A state field holds `LASTID STATE CHANGEID SAID`: the newest entry applied, the state
--- it left, the entry that made that state, and the count of suppressed changes that
--- entry's notification carried. A rate field holds `SENTMS SUPPRESSED`.
+-- A state field holds `LASTID STATE CHANGEID SAID TOLD`: the newest entry applied, the
+-- state it left, the entry that made that state (`-` when its change was held back),
+-- the count of suppressed changes that entry's notification carried, and the state
+-- last reported (`-` for none). A rate field holds `SENTMS SUPPRESSED`.
 -- Returns {word, previous state, suppressed, entry id}: `old` (older than, or the same
 -- as, the newest entry applied: nothing to say), `same` (no change), `quiet` (a first
 -- record of the quiet state), `suppressed` (a change within the rate limit: counted),
 -- `changed` (a change to report, with the changes suppressed since the last report),
 -- `again` (the entry that made the state, seen again: a redelivery to report again).
-local bad = wrong_type({KEYS[1], "hash"})
+local bad = wrong_type({KEYS[1], "hash", KEYS[2], "zset"})
 if bad then
   return bad
 end
@@ -41,12 +43,15 @@ if not ms then
   return redis.error_reply("ERR notify_state: bad entry id " .. tostring(id))
 end
 local stored = redis.call("HGET", KEYS[1], field)
-local last, prev, change, said = "", "", "", "0"
+local last, prev, change, said, told = "", "", "", "0", "-"
 if stored then
-  last, prev, change, said = string.match(stored, "^(%S+) (%S+) (%S+) (%d+)$")
+  last, prev, change, said, told = string.match(stored, "^(%S+) (%S+) (%S+) (%d+) (%S+)$")
   if not last then
-    last, prev, change, said = "", "", "", "0"
+    last, prev, change, said, told = "", "", "", "0", "-"
   end
+end
+local function put(c, s2, t)
+  redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. c .. " " .. s2 .. " " .. t)
 end
 if last ~= "" then
   if id == change then
@@ -58,11 +63,11 @@ if last ~= "" then
   end
 end
 if prev == state then
-  redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. change .. " " .. said)
+  put(change, said, told)
   return {"same", prev, 0, id}
 end
 if prev == "" and state == quiet then
-  redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. id .. " 0")
+  put(id, "0", state)
   return {"quiet", prev, 0, id}
 end
 local suppressed = 0
@@ -75,12 +80,14 @@ if rate_field ~= "" then
   end
   if limit > 0 and now_ms - sent < limit * 1000 then
     redis.call("HSET", KEYS[1], rate_field, sent .. " " .. (count + 1))
-    -- No entry made this state as far as a redelivery goes: it is not reported again.
-    redis.call("HSET", KEYS[1], field, id .. " " .. state .. " - 0")
+    -- No entry made this state as far as a redelivery goes: it is not reported again;
+    -- the release (notify_release.lua) reports it at the window's end if it lasts.
+    put("-", "0", told)
+    redis.call("ZADD", KEYS[2], sent + limit * 1000, rate_field)
     return {"suppressed", prev, count + 1, id}
   end
   suppressed = count
   redis.call("HSET", KEYS[1], rate_field, now_ms .. " 0")
 end
-redis.call("HSET", KEYS[1], field, id .. " " .. state .. " " .. id .. " " .. suppressed)
+put(id, tostring(suppressed), state)
 return {"changed", prev, suppressed, id}
