@@ -199,7 +199,8 @@ pub fn of_event<'a>(
         suppressed: 0,
         redelivered: false,
     };
-    let rate = |job: &str| Some((format!("rate:{job}"), rate_limit));
+    // No rate field without a limit: a job costs the state one field.
+    let rate = |job: &str| (rate_limit > 0).then(|| (format!("rate:{job}"), rate_limit));
     match event {
         Event::Run { job, failed, entry } => {
             let state = if *failed {
