@@ -523,7 +523,8 @@ time, id (the stream entry's), summary, run (the history entry, its output tail 
 notification) and redelivered (true when it may have been delivered before); at most \
 16 KiB. --exec runs the command with the JSON on stdin and REDBIKE_NOTIFY_KIND, _JOB, \
 _QUEUE, _PREFIX, _TIME, _ID, _SUMMARY, _OUTCOME, _EXIT, _HAZARD, _SUPPRESSED and \
-_REDELIVERED in its environment, killing its process group after exec-timeout seconds \
+_REDELIVERED in its environment (but not REDBIKE_REDIS_URL, REDBIKE_CONFIG nor the \
+webhook's URL and secret), killing its process group after exec-timeout seconds \
 and trying exec-attempts times in all. --webhook POSTs the JSON with a timeout \
 (webhook-timeout), retrying with exponential backoff up to backoff-max seconds for \
 retry-for seconds (a 4xx answer other than 408 and 429 is not retried); \

@@ -1,5 +1,6 @@
 //! Where notifications go: the operator's command (`--exec`: the JSON on stdin and
-//! `REDBIKE_NOTIFY_*` in its environment, with a timeout that kills its process group,
+//! `REDBIKE_NOTIFY_*` in its environment, without redbike's Redis URL and the webhook's
+//! secret, with a timeout that kills its process group,
 //! and a bounded number of attempts) and a webhook (`--webhook`: a JSON POST with a
 //! timeout, retried with capped exponential backoff for a bounded time, with the
 //! secret of `$REDBIKE_NOTIFY_SECRET` in the header `X-Redbike-Secret`). Neither can
@@ -23,6 +24,14 @@ use super::message::Notification;
 pub const SECRET_HEADER: &str = "X-Redbike-Secret";
 /// The environment variable the secret is read from.
 pub const SECRET_VAR: &str = "REDBIKE_NOTIFY_SECRET";
+/// What the command of `--exec` does not inherit: redbike's way to Redis (the URL may
+/// hold a password) and the webhook's URL and secret, as jobs never get them.
+const WITHHELD_ENV: [&str; 4] = [
+    "REDBIKE_REDIS_URL",
+    "REDBIKE_CONFIG",
+    SECRET_VAR,
+    "REDBIKE_NOTIFY_WEBHOOK",
+];
 /// The first wait before a webhook is tried again (then doubled up to the cap).
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -216,6 +225,9 @@ impl Exec {
     ) -> Result<(), String> {
         let (program, args) = self.argv.split_first().ok_or("no command")?;
         let mut cmd = Command::new(program);
+        for var in WITHHELD_ENV {
+            cmd.env_remove(var);
+        }
         cmd.args(args)
             .envs(n.env())
             .stdin(Stdio::piped())

@@ -510,10 +510,15 @@ fn exec_gets_the_json_on_stdin_and_in_its_environment() {
     let out = path(&d, "out");
     std::fs::create_dir(&out).unwrap();
     let script = format!(
-        "cat > {0}/$REDBIKE_NOTIFY_ID.json; env | grep ^REDBIKE_NOTIFY_ | sort > {0}/$REDBIKE_NOTIFY_ID.env",
+        "cat > {0}/$REDBIKE_NOTIFY_ID.json; env > {0}/all.env; env | grep ^REDBIKE_NOTIFY_ | sort > {0}/$REDBIKE_NOTIFY_ID.env",
         out.display()
     );
-    let n = notifier(&s, &d, &["--exec", "sh", "-c", &script]);
+    let child = bike(&s, d.path())
+        .env("REDBIKE_NOTIFY_SECRET", "s3cret")
+        .args(["notify", "-c", "rb.toml", "--exec", "sh", "-c", &script])
+        .spawn();
+    let n = Bg(Some(child));
+    assert!(wait_stderr(n.child(), "following t-events", 10.0));
     let id = run_entry(&s, "A-e", true);
     let json = out.join(format!("{id}.json"));
     let env = out.join(format!("{id}.env"));
@@ -539,6 +544,12 @@ fn exec_gets_the_json_on_stdin_and_in_its_environment() {
         assert!(env.contains(want), "{want} in {env}");
     }
     assert!(env.contains(&format!("REDBIKE_NOTIFY_ID={id}")));
+    // Neither redbike's way to Redis nor the webhook's secret.
+    let all = std::fs::read_to_string(out.join("all.env")).unwrap();
+    assert!(
+        !all.contains("REDBIKE_REDIS_URL") && !all.contains("s3cret"),
+        "{all}"
+    );
 }
 
 #[test]
