@@ -852,3 +852,31 @@ fn a_change_the_rate_limit_held_back_is_reported_when_its_window_ends() {
     assert_eq!(b[1]["suppressed"], 1);
     assert_eq!(b[1]["run"]["outcome"], "ok");
 }
+
+#[test]
+fn a_notifier_rides_out_a_redis_restart_that_lost_everything() {
+    let mut s = RedisServer::start();
+    let d = workdir();
+    notify_config(&d, "");
+    let r = Receiver::start();
+    let n = notifier(&s, &d, &["--webhook", &r.url()]);
+    run_entry(&s, "A-1", true);
+    assert!(wait_until(10.0, || r.count() >= 1));
+    s.stop();
+    thread::sleep(Duration::from_millis(1500));
+    s.restart(); // empty: no persistence, so the stream and its group are gone
+    assert!(
+        wait_stderr(n.child(), "is back", 15.0),
+        "{}",
+        stderr_of(n.child())
+    );
+    // The group is made again; what comes next is reported (the state was lost too:
+    // a first failure again).
+    assert!(wait_until(10.0, || {
+        run_entry(&s, "A-2", true);
+        thread::sleep(Duration::from_millis(300));
+        r.count() >= 2
+    }));
+    let jobs: Vec<String> = kinds(&r).into_iter().map(|(_, j)| j).collect();
+    assert_eq!(jobs, ["A-1", "A-2"], "{}", stderr_of(n.child()));
+}
