@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::history::Entry;
+use crate::history::{Entry, Stored};
 
 /// An entry of the stream, as the notifier uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,7 +15,7 @@ pub enum Event {
         job: String,
         /// A failure (`failed` = 1).
         failed: bool,
-        /// The run's history entry.
+        /// The run's history entry (stored with one-letter keys, docs/history.md).
         entry: Box<Entry>,
     },
     /// A job became stale.
@@ -104,12 +104,19 @@ pub fn parse(fields: &BTreeMap<String, Vec<u8>>) -> Result<Event, Skip> {
                 _ => return Err(Skip::Field("run", "failed")),
             };
             let raw = fields.get("entry").ok_or(Skip::Field("run", "entry"))?;
-            let entry: Entry = serde_json::from_slice(raw).map_err(|e| {
-                Skip::Unparsable(match e.classify() {
-                    serde_json::error::Category::Data => "a field is missing or mistyped".into(),
-                    _ => "not JSON".into(),
-                })
-            })?;
+            // As the history lists store it (one-letter keys), or as `history --format
+            // json` prints it.
+            let entry: Entry = match serde_json::from_slice::<Stored>(raw) {
+                Ok(stored) => stored.into(),
+                Err(_) => serde_json::from_slice(raw).map_err(|e| {
+                    Skip::Unparsable(match e.classify() {
+                        serde_json::error::Category::Data => {
+                            "a field is missing or mistyped".into()
+                        }
+                        _ => "not JSON".into(),
+                    })
+                })?,
+            };
             Ok(Event::Run {
                 job,
                 failed,

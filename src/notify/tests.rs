@@ -29,6 +29,23 @@ fn entries_are_read_leniently_and_skipped_with_a_reason() {
         ("entry", &e),
     ]));
     assert!(matches!(run, Ok(Event::Run { failed: true, .. })));
+    // As the history lists store it: one-letter keys, the queue from the job id.
+    let stored = r#"{"j":"x:Q","o":"failed","e":1.5,"x":3,"t":"out"}"#;
+    match parse(&fields(&[
+        ("v", "1"),
+        ("type", "run"),
+        ("job", "x:Q"),
+        ("failed", "1"),
+        ("entry", stored),
+    ])) {
+        Ok(Event::Run { entry, .. }) => {
+            assert_eq!(
+                (entry.queue.as_str(), entry.exit, entry.tail.as_str()),
+                ("Q", Some(3), "out")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(
         parse(&fields(&[("v", "2"), ("type", "run")])),
         Err(Skip::Version("2".into()))

@@ -173,10 +173,11 @@ pub fn xadd(s: &RedisServer, fields: &[(&str, &str)]) -> String {
 /// XADDs a run entry of `job` (queue A): a failure (exit 1) or a success.
 pub fn run_entry(s: &RedisServer, job: &str, failed: bool) -> String {
     let outcome = if failed { "failed" } else { "ok" };
+    // As the history lists store it (docs/history.md): one-letter keys.
     let entry = serde_json::json!({
-        "job": job, "queue": "A", "outcome": outcome, "end": now() as f64,
-        "exit": if failed { 1 } else { 0 }, "host": "h", "pid": 1,
-        "tail": if failed { "boom\n" } else { "" },
+        "j": job, "o": outcome, "e": now() as f64,
+        "x": if failed { 1 } else { 0 }, "h": "h", "p": 1,
+        "t": if failed { "boom\n" } else { "" },
     });
     xadd(
         s,
@@ -225,18 +226,18 @@ fn failing_three_times_then_succeeding_gives_one_failure_and_one_recovery() {
     let url = r.url();
     let n = notifier(&s, &d, &["--webhook", &url]);
     run_entry(&s, "A-ok", false); // a first success: no news
-    let first = run_entry(&s, "A-x", true);
-    run_entry(&s, "A-x", true);
-    run_entry(&s, "A-x", true);
-    let back = run_entry(&s, "A-x", false);
-    run_entry(&s, "A-x", false);
+    let first = run_entry(&s, "x:A", true);
+    run_entry(&s, "x:A", true);
+    run_entry(&s, "x:A", true);
+    let back = run_entry(&s, "x:A", false);
+    run_entry(&s, "x:A", false);
     assert!(wait_until(10.0, || r.count() >= 2), "{:?}", r.bodies());
     thread::sleep(Duration::from_millis(1500));
     assert_eq!(
         kinds(&r),
         [
-            ("failure".to_string(), "A-x".to_string()),
-            ("recovery".to_string(), "A-x".to_string())
+            ("failure".to_string(), "x:A".to_string()),
+            ("recovery".to_string(), "x:A".to_string())
         ]
     );
     let b = r.bodies();
@@ -251,7 +252,7 @@ fn failing_three_times_then_succeeding_gives_one_failure_and_one_recovery() {
     // The state survives a restart: the same failure again is no news to a new notifier.
     drop(n);
     let _n = notifier(&s, &d, &["--webhook", &url]);
-    run_entry(&s, "A-x", false);
+    run_entry(&s, "x:A", false);
     thread::sleep(Duration::from_millis(1500));
     assert_eq!(r.count(), 2, "{:?}", r.bodies());
 }
@@ -519,7 +520,7 @@ fn exec_gets_the_json_on_stdin_and_in_its_environment() {
         .spawn();
     let n = Bg(Some(child));
     assert!(wait_stderr(n.child(), "following t-events", 10.0));
-    let id = run_entry(&s, "A-e", true);
+    let id = run_entry(&s, "e:A", true);
     let json = out.join(format!("{id}.json"));
     let env = out.join(format!("{id}.env"));
     assert!(
@@ -530,11 +531,11 @@ fn exec_gets_the_json_on_stdin_and_in_its_environment() {
     );
     let body: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(body["kind"], "failure");
-    assert_eq!(body["job"], "A-e");
+    assert_eq!(body["job"], "e:A");
     let env = std::fs::read_to_string(env).unwrap();
     for want in [
         "REDBIKE_NOTIFY_KIND=failure",
-        "REDBIKE_NOTIFY_JOB=A-e",
+        "REDBIKE_NOTIFY_JOB=e:A",
         "REDBIKE_NOTIFY_QUEUE=A",
         "REDBIKE_NOTIFY_EXIT=1",
         "REDBIKE_NOTIFY_OUTCOME=failed",
