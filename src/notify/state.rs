@@ -235,17 +235,22 @@ pub fn of_event<'a>(
         } => {
             let last = if *since > 0 {
                 format!(
-                    "last succeeded {}",
+                    ": no success since {}",
                     crate::schedule::timestamp::iso_utc(*since)
                 )
             } else {
-                "never succeeded".to_string()
+                String::new()
+            };
+            let within = if *bound > 0 {
+                format!(" (it should succeed within {bound}s)")
+            } else {
+                String::new()
             };
             let mut n = base(
                 Kind::Stale,
                 job,
                 queue,
-                format!("job {job} is stale: {last}, and it should succeed within {bound}s"),
+                format!("job {job} is stale{last}{within}"),
             );
             n.since = Some(*since);
             n.bound = Some(*bound);
