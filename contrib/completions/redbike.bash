@@ -31,6 +31,9 @@ _redbike() {
             redbike,dispatch)
                 cmd="redbike__subcmd__dispatch"
                 ;;
+            redbike,events)
+                cmd="redbike__subcmd__events"
+                ;;
             redbike,help)
                 cmd="redbike__subcmd__help"
                 ;;
@@ -109,6 +112,9 @@ _redbike() {
             redbike__subcmd__help,dispatch)
                 cmd="redbike__subcmd__help__subcmd__dispatch"
                 ;;
+            redbike__subcmd__help,events)
+                cmd="redbike__subcmd__help__subcmd__events"
+                ;;
             redbike__subcmd__help,help)
                 cmd="redbike__subcmd__help__subcmd__help"
                 ;;
@@ -179,7 +185,7 @@ _redbike() {
 
     case "${cmd}" in
         redbike)
-            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve notify ping completions help"
+            opts="-c -v -q -h -V --config --redis-url --prefix --verbose --quiet --help --version set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history events stats ps top serve notify ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -394,8 +400,50 @@ _redbike() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        redbike__subcmd__events)
+            opts="-f -c -v -q -h --follow --failures --job --since --format --config --redis-url --prefix --verbose --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --job)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json csv" -- "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redis-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         redbike__subcmd__help)
-            opts="set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history stats ps top serve notify ping completions help"
+            opts="set unset run kill backfill pause resume tell holds-lease statuses schedules control load dispatch work check next history events stats ps top serve notify ping completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -465,6 +513,20 @@ _redbike() {
             return 0
             ;;
         redbike__subcmd__help__subcmd__dispatch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        redbike__subcmd__help__subcmd__events)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -881,3 +881,58 @@ fn a_notifier_rides_out_a_redis_restart_that_lost_everything() {
     let jobs: Vec<String> = kinds(&r).into_iter().map(|(_, j)| j).collect();
     assert_eq!(jobs, ["A-1", "A-2"], "{}", stderr_of(n.child()));
 }
+
+/// Fails while its count of runs is below 3, then succeeds.
+const FLAKY: &str = r#"#!/bin/sh
+n=$(cat "$0.count" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$0.count"
+echo "run $((n + 1)) of $1"
+[ "$n" -lt 3 ] && exit 1
+exit 0
+"#;
+
+#[test]
+fn a_real_worker_failing_three_times_then_succeeding_gives_one_failure_and_one_recovery() {
+    let s = RedisServer::start();
+    let d = job_dir(
+        "[redbike]\nfailure-delay = 0\n[redbike.notify]\nclaim-after = 5\n",
+        FLAKY,
+    );
+    let r = Receiver::start();
+    let _n = notifier(&s, &d, &["--webhook", &r.url()]);
+    let rb = || bike(&s, d.path()).args(["-c", "rb.toml"]);
+    rb().args(["set", "flaky:A", "FREQ=SECONDLY"]).ok();
+    let _disp = Bg(Some(rb().args(["dispatch"]).spawn()));
+    let _work = Bg(Some(rb().args(["work", "A", "--", "./job.sh"]).spawn()));
+    let count = path(&d, "job.sh.count");
+    assert!(
+        wait_until(30.0, || std::fs::read_to_string(&count).is_ok_and(|n| n
+            .trim()
+            .parse::<u32>()
+            .unwrap_or(0)
+            >= 6)),
+        "the job ran"
+    );
+    assert!(wait_until(10.0, || r.count() >= 2), "{:?}", r.bodies());
+    thread::sleep(Duration::from_millis(1500));
+    let b = r.bodies();
+    assert_eq!(
+        kinds(&r),
+        [
+            ("failure".to_string(), "flaky:A".to_string()),
+            ("recovery".to_string(), "flaky:A".to_string())
+        ],
+        "{b:?}"
+    );
+    assert_eq!(b[0]["run"]["outcome"], "failed");
+    assert_eq!(b[0]["run"]["exit"], 1);
+    assert!(b[0]["run"]["tail"]
+        .as_str()
+        .unwrap()
+        .contains("run 1 of flaky:A"));
+    assert_eq!(b[1]["run"]["outcome"], "ok");
+    assert!(b[1]["run"]["tail"]
+        .as_str()
+        .unwrap()
+        .contains("run 4 of flaky:A"));
+}
