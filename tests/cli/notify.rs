@@ -936,3 +936,39 @@ fn a_real_worker_failing_three_times_then_succeeding_gives_one_failure_and_one_r
         .unwrap()
         .contains("run 4 of flaky:A"));
 }
+
+/// Succeeds while the file `ok` exists beside it, else fails.
+const STEADY: &str = "#!/bin/sh\n[ -e \"$(dirname \"$0\")/ok\" ]\n";
+
+#[test]
+fn a_real_job_whose_worker_stops_goes_stale_once_and_fresh_once() {
+    let s = RedisServer::start();
+    let d = job_dir("[redbike.stale]\nA = 3\n[redbike.notify]\n", STEADY);
+    std::fs::write(path(&d, "ok"), "").unwrap();
+    let r = Receiver::start();
+    let _n = notifier(&s, &d, &["--webhook", &r.url()]);
+    let rb = || bike(&s, d.path()).args(["-c", "rb.toml"]);
+    rb().args(["set", "steady:A", "FREQ=SECONDLY"]).ok();
+    let _disp = Bg(Some(rb().args(["dispatch"]).spawn()));
+    let work = Bg(Some(rb().args(["work", "A", "--", "./job.sh"]).spawn()));
+    let kinds_now = || kinds(&r).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    thread::sleep(Duration::from_secs(2));
+    drop(work); // the worker is gone: no success from now on
+    assert!(
+        wait_until(20.0, || kinds_now().contains(&"stale".to_string())),
+        "{:?}",
+        r.bodies()
+    );
+    thread::sleep(Duration::from_secs(2));
+    let _work = Bg(Some(rb().args(["work", "A", "--", "./job.sh"]).spawn()));
+    assert!(
+        wait_until(20.0, || kinds_now().contains(&"fresh".to_string())),
+        "{:?}",
+        r.bodies()
+    );
+    thread::sleep(Duration::from_millis(1500));
+    assert_eq!(kinds_now(), ["stale", "fresh"], "{:?}", r.bodies());
+    let b = r.bodies();
+    assert_eq!(b[0]["job"], "steady:A");
+    assert_eq!(b[0]["bound"], 3);
+}
