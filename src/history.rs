@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | `P-history-JOBID` | list | the job's last `history-limit` entries, newest first |
 //! | `P-unfiled-runs` | list | workers' entries not yet filed into their jobs' lists, oldest first |
-//! | `P-recent-runs` | list | every job's last [`RECENT_RUNS`] entries, newest first |
+//! | `P-recent-runs` | list | every job's last [`RECENT_RUNS`] entries, newest first, while the event stream is off (`events = 0`); else the stream's run events are the recent runs ([`recent_runs`]) |
 //! | `P-recent-failures` | list | the last [`RECENT_FAILURES`] entries that are failures |
 //! | `P-runs-per-minute` | hash | minute (unix seconds / 60) -> entries the workers recorded, the last few minutes only |
 //! | `P-due` | hash | job id -> `DUE:ENQUEUED`, the timeline score a dispatcher moved the job into its queue at, and when, for a job queued in a later second than it was due |
@@ -445,6 +445,36 @@ pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
     if bad > 0 {
         crate::log_warn!("{bad} entry(ies) of {key} are not history entries; left out");
     }
+    entries
+}
+
+/// The entries of the run events in an `XREVRANGE` reply of the event stream
+/// (docs/events.md: field `entry` of the entries of `type` `run`), newest first.
+pub fn stream_runs(reply: Vec<(String, Vec<Vec<u8>>)>) -> Vec<Vec<u8>> {
+    reply
+        .into_iter()
+        .filter_map(|(_, fields)| {
+            let mut pairs = fields.chunks_exact(2);
+            let run = pairs.clone().any(|p| p[0] == b"type" && p[1] == b"run");
+            run.then(|| pairs.find(|p| p[0] == b"entry").map(|p| p[1].clone()))?
+        })
+        .collect()
+}
+
+/// The prefix's recent runs, newest first, at most [`RECENT_RUNS`]: the run events of
+/// the stream (`stream`, from [`stream_runs`]) and the entries of `P-recent-runs`
+/// (`list`), which finish.lua writes only while the stream is off and dispatchers'
+/// recoveries and skips write too; an entry in both counts once.
+pub fn recent_runs(stream: Vec<Vec<u8>>, list: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
+    let mut seen = std::collections::HashSet::new();
+    let raw: Vec<Vec<u8>> = stream
+        .into_iter()
+        .chain(list)
+        .filter(|r| seen.insert(r.clone()))
+        .collect();
+    let mut entries = parse_entries(raw, key);
+    entries.sort_by(|a, b| b.end.total_cmp(&a.end));
+    entries.truncate(RECENT_RUNS as usize);
     entries
 }
 

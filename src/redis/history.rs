@@ -6,8 +6,8 @@
 use crate::{
     error::Result,
     history::{
-        job_entries, job_of, parse_entries, recent_figures, unfiled_head, Entry, Query, Recent,
-        RECENT_RUNS,
+        job_entries, job_of, parse_entries, recent_figures, recent_runs, stream_runs, unfiled_head,
+        Entry, Query, Recent, RECENT_RUNS,
     },
     redis::{keys::Keys, scripts, store::Store},
 };
@@ -29,17 +29,22 @@ pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
                 .query(store.con)?;
             job_entries(unfiled, listed, &key)
         }
-        None => {
-            let key = match q.failures {
-                true => &store.keys.recent_failures,
-                false => &store.keys.recent_runs,
-            };
+        None if q.failures => {
+            let key = &store.keys.recent_failures;
             let raw: Vec<Vec<u8>> = redis::cmd("LRANGE")
                 .arg(key)
                 .arg(0)
                 .arg(-1)
                 .query(store.con)?;
             parse_entries(raw, key)
+        }
+        None => {
+            let k = store.keys;
+            let (stream, list): (Vec<(String, Vec<Vec<u8>>)>, Vec<Vec<u8>>) = redis::pipe()
+                .add_command(stream_read(k))
+                .lrange(&k.recent_runs, 0, -1)
+                .query(store.con)?;
+            recent_runs(stream_runs(stream), list, &k.recent_runs)
         }
     };
     Ok(entries
@@ -156,10 +161,11 @@ pub fn recent(store: &mut Store<'_>, now: f64) -> Result<Recent> {
     let k = store.keys;
     let minute = (now / 60.0).floor() as i64;
     let minutes = [minute.to_string(), (minute - 1).to_string()];
-    let (counts, raw): (Vec<Option<u64>>, Vec<Vec<u8>>) = redis::pipe()
+    let (counts, stream, list): (Vec<Option<u64>>, _, Vec<Vec<u8>>) = redis::pipe()
         .cmd("HMGET")
         .arg(&k.runs_per_minute)
         .arg(&minutes)
+        .add_command(stream_read(k))
         .lrange(&k.recent_runs, 0, RECENT_RUNS as isize - 1)
         .query(store.con)?;
     let counts: Vec<(String, u64)> = minutes
@@ -169,7 +175,19 @@ pub fn recent(store: &mut Store<'_>, now: f64) -> Result<Recent> {
         .collect();
     Ok(recent_figures(
         &counts,
-        &parse_entries(raw, &k.recent_runs),
+        &recent_runs(stream_runs(stream), list, &k.recent_runs),
         now,
     ))
+}
+
+/// The read of the event stream's last [`RECENT_RUNS`] entries, of which the run
+/// events are the prefix's recent runs (see [`recent_runs`]).
+pub fn stream_read(k: &Keys) -> redis::Cmd {
+    let mut cmd = redis::cmd("XREVRANGE");
+    cmd.arg(&k.events)
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(RECENT_RUNS);
+    cmd
 }

@@ -348,6 +348,7 @@ pub fn read(
             .arg(0)
             .arg("COUNT")
             .arg(LIMITS.failures)
+            .add_command(crate::redis::history::stream_read(keys))
             .lrange(&keys.recent_runs, 0, history::RECENT_RUNS as isize - 1)
             .hlen(&keys.paused)
             .cmd("HSCAN")
@@ -387,7 +388,9 @@ pub fn read(
             let schedules = r.next()?;
             let failures_total = r.next()?;
             let (_, flat): (String, Vec<String>) = r.next()?;
-            let recent_runs: Vec<Vec<u8>> = r.next()?;
+            // Of another type (`check` names it): no run events.
+            let stream: Vec<(String, Vec<Vec<u8>>)> = r.optional()?.unwrap_or_default();
+            let list: Vec<Vec<u8>> = r.next()?;
             let paused_total = r.next()?;
             let (_, paused): (String, Vec<(String, String)>) = r.next()?;
             let paused_queues: Vec<(String, String)> = r.next()?;
@@ -406,7 +409,10 @@ pub fn read(
                     .map(str::to_string)
                     .collect(),
                 last_failures: last_failures(&flat),
-                runs: queue_runs(&history::parse_entries(recent_runs, &keys.recent_runs), now),
+                runs: queue_runs(
+                    &history::recent_runs(history::stream_runs(stream), list, &keys.recent_runs),
+                    now,
+                ),
                 paused: paused
                     .into_iter()
                     .map(|(jobid, raw)| {

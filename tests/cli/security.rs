@@ -245,7 +245,15 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
         .unwrap();
 
     let url = format!("redis://rb:{SECRET}@127.0.0.1:{}/0", s.port);
-    let rb = || bike(&s, d.path()).env("REDBIKE_REDIS_URL", &url);
+    // A stream long enough for every event of the test: l3:A (CONTINUE) runs hundreds
+    // of times a second, and a trimmed stream would lose the first events checked below.
+    let conf = path(&d, "rb.toml");
+    std::fs::write(&conf, "[redbike]\nevents = 1000000\n").unwrap();
+    let rb = || {
+        bike(&s, d.path())
+            .env("REDBIKE_REDIS_URL", &url)
+            .env("REDBIKE_CONFIG", &conf)
+    };
     rb().args(["set", "j:A", "FREQ=SECONDLY"]).ok();
     rb().args(["set", "gone:A", "FREQ=DAILY"]).ok();
     rb().args(["unset", "gone:A"])

@@ -156,8 +156,8 @@ fn frame_of_a_known_prefix_at_80x24() {
     assert!(registered, "the worker did not register");
     let (snap, commands) = snapshot::read(&mut con, &Keys::new("t"), &plan, T0, None).unwrap();
     assert_eq!(
-        commands, 27,
-        "7 each time; HLEN thrice, HSCAN, LRANGE, HSCAN and HGETALL of the pauses, HLEN and HSCAN of the stale jobs, PUBSUB, \
+        commands, 28,
+        "7 each time; HLEN thrice, HSCAN, XREVRANGE, LRANGE, HSCAN and HGETALL of the pauses, HLEN and HSCAN of the stale jobs, PUBSUB, \
          SMEMBERS, GET and PTTL per process; 2 per queue; HMGET"
     );
     let carried = snap.slow.clone();

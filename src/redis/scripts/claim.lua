@@ -54,18 +54,31 @@ local function at(t, f)
   return OUT * (t - 1) + 4 + f
 end
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
--- whole number well below 2^53 (or be missing).
+-- whole number well below 2^53 (or be missing). The pauses, markers and fields looked
+-- up below are mostly all missing: one EXISTS says so (wrong_type_rare).
 local seen = {}
-local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "string",
-  paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash", attempts_key, "hash"}, seen)
+-- (GET is also the check of the counter's type: it fails on a key of another type.)
+local counter = redis.pcall("GET", KEYS[4])
+local bad = (type(counter) == "table" and wrong_type({KEYS[4], "string"}))
+  or wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset"}, seen)
+  or wrong_type_rare({paused_key, "hash", paused_queues_key, "hash", rerun_key, "hash",
+    attempts_key, "hash", due_key, "any"}, seen)
   or bad_number(ARGV[5], 0, MAX_TTL, "recovery delay")
-  or bad_number(redis.call("GET", KEYS[4]) or 0, 0, 2 ^ 52, "fencing token counter")
-local odd, skipped = {}, {}
+  or bad_number(counter or 0, 0, 2 ^ 52, "fencing token counter")
+-- Each queue's length (LLEN is also the check of its type), read before the first pop.
+local odd, skipped, lengths = {}, {}, {}
 for pair = 1, pairs_count do
   bad = bad or bad_number(ARGV[FIXED_ARGS + pair], 1, MAX_TTL, "lease time")
     or bad_number(ARGV[FIXED_ARGS + 2 * pairs_count + n + pair], 0, 1000000, "queue limit")
   local i = FIXED_KEYS - 2 + 3 * pair
-  local e = wrong_type({KEYS[i], "list", KEYS[i + 1], "set", KEYS[i + 2], "string"})
+  local length = redis.pcall("LLEN", KEYS[i])
+  local e
+  if type(length) == "number" then
+    lengths[pair] = length
+    e = wrong_type({KEYS[i + 1], "set", KEYS[i + 2], "string"})
+  else
+    e = wrong_type({KEYS[i], "list"})
+  end
   if e then
     odd[pair] = true
     skipped[#skipped + 1] = pair
@@ -78,11 +91,12 @@ end
 local clock = redis_time()
 -- Whole seconds: a sorted set small enough to be a listpack keeps integer scores as
 -- integers, and compares them without parsing each member's score as a string (a
--- fractional score made each claim's ZADD several times dearer).
-local recover_at = math.ceil(clock + tonumber(ARGV[5]))
+-- fractional score made each claim's ZADD several times dearer). A string: made once,
+-- not for each job's ZADD.
+local recover_at = string.format("%d", math.ceil(clock + tonumber(ARGV[5])))
 -- Nothing to read while no dispatcher wrote a due field (the key is missing), nor
 -- while no job waits for a retry.
-local read_due = redis.call("TYPE", due_key)["ok"] == "hash"
+local read_due = seen[due_key] == "hash"
 local read_attempts = seen[attempts_key] == "hash"
 -- Paused queues claim nothing (one call for all of them); paused jobs are looked up
 -- only while some job is paused.
@@ -90,7 +104,10 @@ local names = {}
 for pair = 1, pairs_count do
   names[pair] = ARGV[FIXED_ARGS + pairs_count + n + pair]
 end
-local held = redis.call("HMGET", paused_queues_key, unpack(names))
+local held = {}
+if seen[paused_queues_key] == "hash" then
+  held = redis.call("HMGET", paused_queues_key, unpack(names))
+end
 local any_paused = seen[paused_key] == "hash"
 -- The room a limited queue has left: its limit less its jobs leased now (the part of
 -- each running job's id after the last ':', or the whole id, names its queue).
@@ -114,7 +131,7 @@ end
 -- skipped. The counter is first raised to Redis's clock in microseconds (see above).
 local first_token = false
 local function take_tokens()
-  local counter = tonumber(redis.call("GET", KEYS[4]) or 0)
+  counter = tonumber(counter or 0)
   local floor = math.floor(clock * 1000000)
   if counter < floor then
     return redis.call("INCRBY", KEYS[4], floor - counter + n) - n + 1
@@ -148,7 +165,7 @@ while taken < n and misses < #cycle do
   -- Redis refuses it at maxmemory (OOM) where it lets a pop through, so a Redis out of
   -- memory fails the whole claim before anything is written, rather than hand out
   -- jobs whose leases and outcomes it then cannot write.
-  if open and not first_token and redis.call("LLEN", queue) > 0 then
+  if open and not first_token and lengths[pair] > 0 then
     first_token = take_tokens()
   end
   local jobs = (open and redis.call("RPOP", queue, want)) or {}

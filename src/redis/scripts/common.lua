@@ -159,7 +159,7 @@ end
 -- it is given. `list` holds key, type, key, type...; a missing key is fine. `seen`
 -- (optional) remembers the keys checked so far in this call with their type (`none`
 -- when missing), so that a script also learns from it which keys exist without a
--- call of its own. Returns an error reply
+-- call of its own; the type `any` accepts every type, to learn it. Returns an error reply
 -- naming the first key of another type (the script returns it before any write), or
 -- nil.
 local function wrong_type(list, seen)
@@ -167,7 +167,7 @@ local function wrong_type(list, seen)
     local key, want = list[i], list[i + 1]
     if not (seen and seen[key]) then
       local t = redis.call("TYPE", key)["ok"]
-      if t ~= want and t ~= "none" then
+      if t ~= want and t ~= "none" and want ~= "any" then
         return redis.error_reply("WRONGTYPE key " .. key .. " holds a " .. t ..
           " where redbike keeps a " .. want .. "; nothing was changed; see `redbike check`")
       end
@@ -177,6 +177,24 @@ local function wrong_type(list, seen)
     end
   end
   return nil
+end
+
+-- wrong_type for keys that are mostly all missing (pauses, markers, retries): one
+-- EXISTS call tells when none of them is there, and each is then recorded in `seen` as
+-- missing without a TYPE call of its own (a call from Lua costs Redis about as much as
+-- the work of a small job); else wrong_type checks them one by one.
+local function wrong_type_rare(list, seen)
+  local keys = {}
+  for i = 1, #list, 2 do
+    keys[#keys + 1] = list[i]
+  end
+  if redis.call("EXISTS", unpack(keys)) == 0 then
+    for _, key in ipairs(keys) do
+      seen[key] = "none"
+    end
+    return nil
+  end
+  return wrong_type(list, seen)
 end
 
 -- An error reply when `marker` (P-shards of the prefix written to) records that the
@@ -294,6 +312,25 @@ local function emit(events, cap, ...)
   if cap ~= "0" then
     redis.pcall("XADD", events, "MAXLEN", "~", cap, "*", "v", "1", ...)
   end
+end
+
+-- emit for a script that writes many events: only its first XADD to a stream trims it
+-- (MAXLEN costs Redis about half as much again as the XADD), so the stream holds at
+-- most a call's events more than its cap until the next call. Returns whether the
+-- entry was written.
+local trimmed = nil
+local function emit_batched(events, cap, ...)
+  if cap == "0" then
+    return false
+  end
+  local r
+  if trimmed == events then
+    r = redis.pcall("XADD", events, "*", "v", "1", ...)
+  else
+    r = redis.pcall("XADD", events, "MAXLEN", "~", cap, "*", "v", "1", ...)
+    trimmed = events
+  end
+  return not (type(r) == "table" and r.err)
 end
 
 -- An operator's action to the event stream (docs/events.md), from the arguments at

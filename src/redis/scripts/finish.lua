@@ -12,7 +12,8 @@
 -- (file_history.lua moves it to the job's own list later, off the worker's busy path:
 -- a new key per job is most of what history costs Redis), or, once more than the
 -- backlog wait there (`direct`), to the job's list (trimmed to the history limit) at
--- once; and to the recent runs (and failures), with the runs of the minute counted; for a job unset, its history list
+-- once; and to the recent runs (only while the event stream is off: else its run
+-- events are the recent runs) and failures, with the runs of the minute counted; for a job unset, its history list
 -- and due field go, and its entry goes to the recent lists only. Those writes are
 -- pcalls: a history key of another type (`redbike check` names it) costs its entries,
 -- never the outcome, and a failed write writes nothing. An outcome written again (its
@@ -166,8 +167,6 @@ local function record_history(k, jobid, entry, kind, unset, again)
       unfiled[#unfiled + 1] = entry
     end
   end
-  recent = recent or {}
-  recent[#recent + 1] = entry
   if kind ~= "" then
     failed = failed or {}
     failed[#failed + 1] = entry
@@ -187,9 +186,15 @@ local function record(k, jobid, entry, kind, unset, again)
       return
     end
   end
-  if events_kept ~= "0" and not (again and emitted(entry)) then
-    emit(k.events, events_kept, "type", "run", "job", jobid, "failed",
-      kind == "f" and "1" or "0", "entry", entry)
+  local streamed = events_kept ~= "0" and ((again and emitted(entry))
+    or emit_batched(k.events, events_kept, "type", "run", "job", jobid, "failed",
+      kind == "f" and "1" or "0", "entry", entry))
+  -- The stream's run events are the recent runs (crate::history::recent_runs): an
+  -- entry goes to the recent runs' list only while the stream is off, or could not be
+  -- written (a key of another type).
+  if history and not streamed then
+    recent = recent or {}
+    recent[#recent + 1] = entry
   end
 end
 
@@ -224,15 +229,14 @@ end
 local any_paused, any_rerun, any_attempts, any_kill = false, false, false, false
 -- Whether `backlogs` is a hash: jobs' backlogs are looked up only then.
 local any_backlog = false
--- Whether `stale` is a hash and `fresh-until` a sorted set or none: looked up once,
--- at the first success of the call (nil: not yet).
-local any_stale, fresh_ok = nil, nil
+-- Whether `stale` is a hash (from the checks), and whether `fresh-until` is a sorted
+-- set or none: looked up once, at the first success of the call (nil: not yet).
+local any_stale, fresh_ok = false, nil
 
 -- A success (`fresh` as the header says): its deadline written, and the job taken out
 -- of `stale` with a `fresh` event if it was stale.
 local function freshen(k, jobid, fresh)
-  if any_stale == nil then
-    any_stale = redis.call("TYPE", k.stale)["ok"] == "hash"
+  if fresh_ok == nil then
     local t = redis.call("TYPE", k.fresh_until)["ok"]
     fresh_ok = t == "zset" or t == "none"
   end
@@ -243,7 +247,7 @@ local function freshen(k, jobid, fresh)
     local field = redis.call("HGET", k.stale, jobid)
     if field then
       redis.call("HDEL", k.stale, jobid)
-      emit(k.events, events_kept, "type", "fresh", "job", jobid, "queue",
+      emit_batched(k.events, events_kept, "type", "fresh", "job", jobid, "queue",
         string.match(jobid, "([^:]*)$"), "since", string.match(field, "([^:]*)$"))
     end
   end
@@ -438,8 +442,13 @@ end
 -- key must not keep a worker from recording every other outcome.
 local seen = {}
 local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[4], "hash",
-  KEYS[5], "zset", KEYS[10], "hash", KEYS[11], "hash", KEYS[13], "hash"}, seen)
-local odd = {}
+  KEYS[5], "zset"}, seen)
+  -- Pauses, markers, retries, kills, backlogs, stale jobs: mostly all missing (one
+  -- EXISTS). A kill, backlogs or stale key of another type (check names it) costs no
+  -- outcome: it is left alone.
+  or wrong_type_rare({KEYS[10], "hash", KEYS[11], "hash", KEYS[13], "hash", KEYS[14], "any",
+    KEYS[15], "any", KEYS[18], "any"}, seen)
+local odd, odd_queues = {}, {}
 for i = 0, jobs - 1 do
   local a = AS * i
   bad = bad or ((ARGV[a + 5] == "timeline" or ARGV[a + 5] == "oneoff")
@@ -448,8 +457,14 @@ for i = 0, jobs - 1 do
       and redis.error_reply("ERR run start " .. ARGV[a + 14] .. " is not a number"))
     or (ARGV[a + 17] ~= "" and ARGV[a + 17] ~= "+"
       and bad_number(ARGV[a + 17], 0, MAX_UNIX, "deadline"))
-  odd[i + 1] = wrong_type({KEYS[FIXED + 1 + KS * i], "list", KEYS[FIXED + 2 + KS * i], "set"},
-    seen)
+  -- Once per queue (its members set goes with it), not per job.
+  local queue = KEYS[FIXED + 1 + KS * i]
+  local e = odd_queues[queue]
+  if e == nil then
+    e = wrong_type({queue, "list", KEYS[FIXED + 2 + KS * i], "set"}, seen) or false
+    odd_queues[queue] = e
+  end
+  odd[i + 1] = e or nil
 end
 bad = bad or bad_number(limit, 0, 1000000, "history limit")
   or bad_number(keep_runs, 1, 1000000, "recent runs kept")
@@ -464,8 +479,9 @@ any_paused = seen[KEYS[10]] == "hash"
 any_rerun = seen[KEYS[11]] == "hash"
 any_attempts = seen[KEYS[13]] == "hash"
 -- Another type under the name (check names it) costs no outcome: it is left alone.
-any_kill = redis.call("TYPE", KEYS[14])["ok"] == "hash"
-any_backlog = redis.call("TYPE", KEYS[15])["ok"] == "hash"
+any_kill = seen[KEYS[14]] == "hash"
+any_backlog = seen[KEYS[15]] == "hash"
+any_stale = seen[KEYS[18]] == "hash"
 
 -- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil

@@ -161,9 +161,10 @@ fn default_path_reads_named_queues_with_cheap_commands_only() {
         "info",
         "config|get",
         "smembers",
-        // The run history: HMGET of two per-minute counts, LRANGE of the bounded
-        // recent runs (at most 1000 entries).
+        // The run history: HMGET of two per-minute counts, the recent runs: the
+        // event stream's last 1000 entries and the bounded list.
         "hmget",
+        "xrevrange",
         "lrange",
         // The evidence of a Python peer and its time left.
         "pttl",
