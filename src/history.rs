@@ -448,9 +448,12 @@ pub fn parse_entries(raw: Vec<Vec<u8>>, key: &str) -> Vec<Entry> {
     entries
 }
 
+/// An `XRANGE` or `XREVRANGE` reply: each entry's id and its fields and values in turn.
+pub type StreamEntries = Vec<(String, Vec<Vec<u8>>)>;
+
 /// The entries of the run events in an `XREVRANGE` reply of the event stream
 /// (docs/events.md: field `entry` of the entries of `type` `run`), newest first.
-pub fn stream_runs(reply: Vec<(String, Vec<Vec<u8>>)>) -> Vec<Vec<u8>> {
+pub fn stream_runs(reply: StreamEntries) -> Vec<Vec<u8>> {
     reply
         .into_iter()
         .filter_map(|(_, fields)| {

@@ -7,7 +7,7 @@ use crate::{
     error::Result,
     history::{
         job_entries, job_of, parse_entries, recent_figures, recent_runs, stream_runs, unfiled_head,
-        Entry, Query, Recent, RECENT_RUNS,
+        Entry, Query, Recent, StreamEntries, RECENT_RUNS,
     },
     redis::{keys::Keys, scripts, store::Store},
 };
@@ -40,7 +40,7 @@ pub fn read(store: &mut Store<'_>, q: &Query) -> Result<Vec<Entry>> {
         }
         None => {
             let k = store.keys;
-            let (stream, list): (Vec<(String, Vec<Vec<u8>>)>, Vec<Vec<u8>>) = redis::pipe()
+            let (stream, list): (StreamEntries, Vec<Vec<u8>>) = redis::pipe()
                 .add_command(stream_read(k))
                 .lrange(&k.recent_runs, 0, -1)
                 .query(store.con)?;

@@ -389,7 +389,7 @@ pub fn read(
             let failures_total = r.next()?;
             let (_, flat): (String, Vec<String>) = r.next()?;
             // Of another type (`check` names it): no run events.
-            let stream: Vec<(String, Vec<Vec<u8>>)> = r.optional()?.unwrap_or_default();
+            let stream: history::StreamEntries = r.optional()?.unwrap_or_default();
             let list: Vec<Vec<u8>> = r.next()?;
             let paused_total = r.next()?;
             let (_, paused): (String, Vec<(String, String)>) = r.next()?;
