@@ -45,7 +45,7 @@
 //!   script. The other scripts are called from one
 //!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/pass.rs` (`pass`); `died.lua`
-//!   in `work/death.rs`; `sweep.lua`
+//!   in `work/death.rs`; `sweep.lua` and `sweep_claimed.lua`
 //!   in `dispatch/lost_jobs.rs`; `stale.lua` in `dispatch/staleness.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
 //!   `redis/registry.rs`; `notify_state.lua` and
 //!   `notify_release.lua` in `notify/state.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,

@@ -150,6 +150,7 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
                     &mut store,
                     p.earliest_recovery,
                     p.redis_now,
+                    ahead.peers.python(),
                     ahead.clock.second(),
                 )?;
                 // Announcements that came during the pass: jobs they name were known.

@@ -11,6 +11,16 @@
 //! that are nowhere (no lease, no queue entry, no timeline entry) and recovers them when
 //! they are still nowhere [`SUSPECT_FOR`] later. Every recovery re-checks its condition
 //! atomically (recover.lua), so racing dispatchers recover a job once.
+//! That full walk costs Redis about 3 µs a schedule at 10 million, so its pace is capped
+//! and its pass grows past 2.4 million schedules (10 million: 42 minutes). A Python
+//! worker that dies with a job in hand leaves status `WRK` (its claim wrote it), so
+//! while Python peers share the prefix and the full pass runs long, a quick walk over
+//! the statuses (sweep_claimed.lua: it looks further only at `WRK` statuses, about half
+//! the cost a schedule) finds those jobs within a bounded pass ([`SweepPace::CLAIMED`]:
+//! 10 minutes up to 7.2 million, 10 million in 14 minutes); the full walk remains the
+//! safety net for the rest (keys deleted by hand or evicted, a Python reschedule cut
+//! between its steps). Without Python peers our own workers' jobs are in the running
+//! index, so the quick walk does not run and an idle dispatcher costs what it did.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -40,7 +50,8 @@ pub const SUSPECT_FOR: Duration = Duration::from_secs(10);
 /// schedules takes `pass`, but at least `least` and at most `most` schedules a second.
 /// With the defaults: a call of 500 every 5 s up to 60,000 schedules (10,000: a pass
 /// in 100 s); a pass in 10 minutes up to 2.4 million; beyond, N/4,000 seconds (10
-/// million: 42 minutes, in 8 calls a second).
+/// million: 42 minutes, in 8 calls a second). [`SweepPace::CLAIMED`] paces the quick
+/// walk over the statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepPace {
     /// The most schedules one call looks at.
@@ -62,17 +73,38 @@ impl SweepPace {
         pass: Duration::from_secs(600),
     };
 
+    /// The pace of the quick walk over the statuses (sweep_claimed.lua), which runs
+    /// while Python peers share the prefix and the full walk is at its most: calls of
+    /// 2,000 statuses (a few ms of Redis at 10 million: about 1.5 µs a status on this
+    /// project's 2-core machine, see docs/scale.md), a pass in 10 minutes up to 7.2
+    /// million, at most 12,000 a second (10 million: 14 minutes, in 6 calls a second).
+    pub const CLAIMED: SweepPace = SweepPace {
+        call: 2_000,
+        least: 100,
+        most: 12_000,
+        pass: Duration::from_secs(600),
+    };
+
     /// [`SweepPace::DEFAULT`], except for the pass when the test hook
     /// `REDBIKE_TEST_SWEEP_PASS` sets its seconds (so a test covers many schedules in
     /// seconds; debug builds only).
-    fn from_env() -> SweepPace {
-        let pass = crate::test_hook::value("REDBIKE_TEST_SWEEP_PASS")
-            .and_then(|s| s.parse().ok())
-            .filter(|&n| n > 0)
-            .map(Duration::from_secs);
+    /// `REDBIKE_TEST_SWEEP_MOST` sets the most schedules a second (so a test makes the
+    /// full pass long with few schedules). The same pass applies to `base`
+    /// ([`SweepPace::CLAIMED`]), whose most stays.
+    fn from_env(base: SweepPace, most_hook: bool) -> SweepPace {
+        let number = |name: &str| {
+            crate::test_hook::value(name)
+                .and_then(|s| s.parse::<u64>().ok())
+                .filter(|&n| n > 0)
+        };
+        let pass = number("REDBIKE_TEST_SWEEP_PASS").map(Duration::from_secs);
+        let most = number("REDBIKE_TEST_SWEEP_MOST")
+            .filter(|_| most_hook)
+            .and_then(|n| usize::try_from(n).ok());
         SweepPace {
-            pass: pass.unwrap_or(SweepPace::DEFAULT.pass),
-            ..SweepPace::DEFAULT
+            pass: pass.unwrap_or(base.pass),
+            most: most.unwrap_or(base.most).max(base.least),
+            ..base
         }
     }
 
@@ -105,6 +137,26 @@ pub fn sweep(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<Sw
         .arg(cursor)
         .arg(count)
         .invoke(store.con)?;
+    Ok(parse_step(reply))
+}
+
+/// One call of the quick walk (sweep_claimed.lua) from `cursor`, looking at about
+/// `count` statuses; [`SweepStep::schedules`] counts the statuses then.
+pub fn sweep_claimed(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<SweepStep> {
+    let reply: Vec<String> = scripts::SWEEP_CLAIMED
+        .key(&store.keys.statuses)
+        .key(&store.keys.schedules)
+        .key(&store.keys.timeline)
+        .key(&store.keys.paused)
+        .arg(&store.keys.prefix)
+        .arg(cursor)
+        .arg(count)
+        .invoke(store.con)?;
+    Ok(parse_step(reply))
+}
+
+/// A sweep script's reply: cursor, count, then pairs of job id and schedule.
+fn parse_step(reply: Vec<String>) -> SweepStep {
     let mut it = reply.into_iter();
     let cursor = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
     let schedules = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
@@ -112,11 +164,72 @@ pub fn sweep(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<Sw
     while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
         lost.push((id, schedule));
     }
-    Ok(SweepStep {
+    SweepStep {
         cursor,
         schedules,
         lost,
-    })
+    }
+}
+
+/// One walk of the sweep, paced: its cursor and the calls it owes.
+struct Walk {
+    /// How fast it walks.
+    pace: SweepPace,
+    /// Its HSCAN cursor.
+    cursor: u64,
+    /// Entries it is to look at now, accrued at its pace.
+    owed: f64,
+    /// When `owed` was last accrued.
+    accrued: Instant,
+    /// The size of the hash it walks, as its last call found it.
+    size: usize,
+}
+
+impl Walk {
+    /// A walk at `pace` whose first call is due at once.
+    fn new(pace: SweepPace) -> Walk {
+        Walk {
+            pace,
+            cursor: 0,
+            owed: pace.call as f64,
+            accrued: Instant::now(),
+            size: 0,
+        }
+    }
+
+    /// When its next call is owed, while it walks faster than its least pace.
+    fn due(&self) -> Option<Instant> {
+        let rate = self.pace.per_second(self.size);
+        if rate <= self.pace.least as f64 {
+            return None;
+        }
+        let left = (self.pace.call as f64 - self.owed).max(0.0);
+        Some(self.accrued + Duration::from_secs_f64(left / rate))
+    }
+
+    /// Accrues what the pace owes since the last time (up to [`SWEEP_CATCH_UP`] of it)
+    /// and returns the number of calls to make now.
+    fn calls_owed(&mut self) -> usize {
+        let rate = self.pace.per_second(self.size);
+        let call = self.pace.call as f64;
+        let most = (rate * SWEEP_CATCH_UP.as_secs_f64()).max(call);
+        self.owed = (self.owed + rate * self.accrued.elapsed().as_secs_f64()).min(most);
+        self.accrued = Instant::now();
+        let calls = (self.owed / call).floor();
+        self.owed -= calls * call;
+        calls as usize
+    }
+
+    /// Whether it walks at its most (its pass runs longer than the pace's pass).
+    fn at_most(&self) -> bool {
+        self.pace.per_second(self.size) >= self.pace.most as f64
+    }
+
+    /// Forgets what it owes (it pauses): its next call comes when it resumes.
+    fn pause(&mut self) {
+        self.owed = self.pace.call as f64;
+        self.accrued = Instant::now();
+    }
 }
 /// How much sweeping accrues at most while the dispatcher does not tick (a long pass,
 /// an outage): at 10 million schedules, 40 calls in a row after such a pause.
@@ -142,16 +255,13 @@ pub struct Recovery {
     quiet_until: Instant,
     /// Jobs seen out of circulation, with when they were first seen.
     suspects: HashMap<String, (String, Instant)>,
-    /// The sweep's HSCAN cursor.
-    cursor: u64,
-    /// How fast the sweep walks.
-    pace: SweepPace,
-    /// Schedules the sweep is to look at now, accrued at its pace.
-    owed: f64,
-    /// When `owed` was last accrued.
-    accrued: Instant,
-    /// The number of schedules the last sweep call found.
-    schedules: usize,
+    /// The full walk over the schedules (sweep.lua).
+    full: Walk,
+    /// The quick walk over the statuses (sweep_claimed.lua), while Python peers share
+    /// the prefix and the full walk is at its most.
+    claimed: Walk,
+    /// Whether the quick walk runs.
+    claimed_on: bool,
     /// Jobs that could not be recovered because one of their keys is of another type
     /// (named once while they stay so; `redbike check` reports the key).
     odd: HashSet<String>,
@@ -160,18 +270,15 @@ pub struct Recovery {
 impl Recovery {
     /// Recovery with the given settings; the first sweep call is due at once.
     pub(crate) fn new(policy: Policy, history_limit: u64, events: u64) -> Recovery {
-        let pace = SweepPace::from_env();
         Recovery {
             policy,
             history_limit,
             events,
             quiet_until: Instant::now(),
             suspects: HashMap::new(),
-            cursor: 0,
-            pace,
-            owed: pace.call as f64,
-            accrued: Instant::now(),
-            schedules: 0,
+            full: Walk::new(SweepPace::from_env(SweepPace::DEFAULT, true)),
+            claimed: Walk::new(SweepPace::from_env(SweepPace::CLAIMED, false)),
+            claimed_on: false,
             odd: HashSet::new(),
         }
     }
@@ -185,26 +292,28 @@ impl Recovery {
     /// When the next sweep call is owed, while the sweep walks faster than its least
     /// pace (many schedules): an idle dispatcher that would sleep longer ticks then. At
     /// the least pace the calls ride the passes it makes anyway (see
-    /// [`crate::redis::peers`]), at most one every 10 s.
+    /// [`crate::redis::peers`]), at most one every 10 s. The quick walk's calls count
+    /// while it runs.
     pub fn sweep_due(&self) -> Option<Instant> {
-        let rate = self.pace.per_second(self.schedules);
-        if rate <= self.pace.least as f64 {
-            return None;
-        }
-        let left = (self.pace.call as f64 - self.owed).max(0.0);
-        let due = self.accrued + Duration::from_secs_f64(left / rate);
-        Some(due.max(self.quiet_until))
+        let claimed = self.claimed.due().filter(|_| self.claimed_on);
+        let due = match (self.full.due(), claimed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        due.map(|d| d.max(self.quiet_until))
     }
 
     /// Does what is due: recover stale index entries (`earliest` is the earliest
     /// recovery instant in the index, `redis_now` Redis's clock) and the sweep calls
     /// owed since the last tick (ticks about once a second spread them evenly);
-    /// `now` is what statuses record. Returns jobs recovered.
+    /// `python`: Python peers share the prefix (the quick walk may run); `now` is what
+    /// statuses record. Returns jobs recovered.
     pub fn tick(
         &mut self,
         store: &mut Store<'_>,
         earliest: Option<f64>,
         redis_now: f64,
+        python: bool,
         now: i64,
     ) -> RedisResult<usize> {
         if Instant::now() < self.quiet_until {
@@ -214,7 +323,7 @@ impl Recovery {
         if earliest.is_some_and(|t| t <= redis_now) {
             n += self.recover_index(store, redis_now, now)?;
         }
-        n += self.sweep_step(store, now)?;
+        n += self.sweep_step(store, python, now)?;
         Ok(n)
     }
 
@@ -305,8 +414,9 @@ impl Recovery {
     /// the sweep calls owed: the pace accrues schedules by the second (up to
     /// [`SWEEP_CATCH_UP`] of them, after a slow pass), and a call is made for each
     /// `call` of them, so Redis is never held long; with few schedules, a call every
-    /// 5 s, as an idle dispatcher always did.
-    fn sweep_step(&mut self, store: &mut Store<'_>, now: i64) -> RedisResult<usize> {
+    /// 5 s, as an idle dispatcher always did. The quick walk runs the same way while
+    /// Python peers share the prefix (`python`) and the full walk is at its most.
+    fn sweep_step(&mut self, store: &mut Store<'_>, python: bool, now: i64) -> RedisResult<usize> {
         let mut n = 0;
         let ripe: Vec<String> = self
             .suspects
@@ -318,22 +428,35 @@ impl Recovery {
             self.suspects.remove(&id);
             n += usize::from(self.recover_one(store, &id, Lost::Orphan, now)? == Some(true));
         }
-        let rate = self.pace.per_second(self.schedules);
-        let call = self.pace.call as f64;
-        let most = (rate * SWEEP_CATCH_UP.as_secs_f64()).max(call);
-        self.owed = (self.owed + rate * self.accrued.elapsed().as_secs_f64()).min(most);
-        self.accrued = Instant::now();
-        while self.owed >= call {
-            self.owed -= call;
-            let step = sweep(store, self.cursor, self.pace.call)?;
-            self.cursor = step.cursor;
-            self.schedules = step.schedules;
-            for (id, schedule) in step.lost {
-                self.suspects
-                    .entry(id)
-                    .or_insert((schedule, Instant::now()));
+        for _ in 0..self.full.calls_owed() {
+            let step = sweep(store, self.full.cursor, self.full.pace.call)?;
+            self.full.cursor = step.cursor;
+            self.full.size = step.schedules;
+            self.suspect(step.lost);
+        }
+        let on = python && self.full.at_most();
+        if on != self.claimed_on {
+            self.claimed_on = on;
+            self.claimed.pause();
+        }
+        if on {
+            for _ in 0..self.claimed.calls_owed() {
+                let step = sweep_claimed(store, self.claimed.cursor, self.claimed.pace.call)?;
+                self.claimed.cursor = step.cursor;
+                self.claimed.size = step.schedules;
+                self.suspect(step.lost);
             }
         }
         Ok(n)
+    }
+
+    /// Jobs a sweep call found out of circulation become suspects (the first sighting
+    /// counts).
+    fn suspect(&mut self, lost: Vec<(String, String)>) {
+        for (id, schedule) in lost {
+            self.suspects
+                .entry(id)
+                .or_insert((schedule, Instant::now()));
+        }
     }
 }

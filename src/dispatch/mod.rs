@@ -12,4 +12,4 @@ pub(crate) mod timefile;
 
 /// The sweep's calls and pace, for the benchmark's scale series (the rest of it
 /// is internal).
-pub use lost_jobs::{sweep, SweepPace, SweepStep};
+pub use lost_jobs::{sweep, sweep_claimed, SweepPace, SweepStep};

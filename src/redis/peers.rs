@@ -117,12 +117,16 @@ impl Peers {
     /// Whether the process looks for work every second: Python peers are seen (or
     /// said to be), or wake-ups are not arriving.
     pub fn fast(&self) -> bool {
-        !self.listening
-            || match self.setting {
-                PythonPeers::Auto => self.seen,
-                PythonPeers::Yes => true,
-                PythonPeers::No => false,
-            }
+        !self.listening || self.python()
+    }
+
+    /// Whether Python peers share the prefix: seen (`auto`) or said to (`yes`).
+    pub fn python(&self) -> bool {
+        match self.setting {
+            PythonPeers::Auto => self.seen,
+            PythonPeers::Yes => true,
+            PythonPeers::No => false,
+        }
     }
 
     /// How long an idle process may wait before it looks on its own.

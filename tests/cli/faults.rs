@@ -190,6 +190,66 @@ fn the_sweep_covers_many_schedules_in_a_bounded_pass() {
     assert_eq!(finish(disp, 5.0).0, Some(0));
 }
 
+/// While Python peers share the prefix and the full walk runs long (here its most is 100
+/// schedules a second through the test hook REDBIKE_TEST_SWEEP_MOST: a pass over 10,000
+/// in 100 s), the quick walk over the statuses finds the jobs Python workers died with
+/// (status WRK, nowhere else) within its own pass (2 s here, in calls of 2,000) and the
+/// 10 s wait: all 20 are back well before the full walk could have seen them all.
+#[test]
+fn the_quick_walk_finds_jobs_python_workers_died_with() {
+    if !cfg!(debug_assertions) {
+        return skip("the sweep's test hooks, which release builds ignore");
+    }
+    const N: usize = 10_000;
+    let t = Setup::new();
+    let file = path(&t.d, "many.csv");
+    let rows: String = (0..N).map(|i| format!("job{i}:A,FREQ=YEARLY\n")).collect();
+    std::fs::write(&file, rows).unwrap();
+    bike(&t.s, t.d.path())
+        .args(["load", file.to_str().unwrap()])
+        .ok();
+    let mut con = t.s.con();
+    // Claimed by a Python worker that died with them, their leases expired.
+    let lost: Vec<String> = (0..N)
+        .step_by(N / 20)
+        .map(|i| format!("job{i}:A"))
+        .collect();
+    let removed: usize = con.zrem("t-timeline", &lost).unwrap();
+    assert_eq!(removed, lost.len());
+    for id in &lost {
+        let _: () = con.hset("t-statuses", id, "WRK:100").unwrap();
+    }
+    let c = path(&t.d, "python.conf");
+    std::fs::write(&c, "[redbike]\npython-peers = \"yes\"\n").unwrap();
+    let started = Instant::now();
+    let disp = bike(&t.s, t.d.path())
+        .env("REDBIKE_TEST_SWEEP_PASS", "2")
+        .env("REDBIKE_TEST_SWEEP_MOST", "100")
+        .args(["-c", c.to_str().unwrap(), "dispatch"])
+        .spawn();
+    let back = |con: &mut redis::Connection| -> usize {
+        lost.iter()
+            .filter(|id| {
+                let due: Option<f64> = con.zscore("t-timeline", *id).unwrap();
+                due.is_some()
+            })
+            .count()
+    };
+    assert!(
+        wait_until(40.0, || back(&mut con) == lost.len()),
+        "{} of {} lost jobs put back: {}",
+        back(&mut con),
+        lost.len(),
+        stderr_of(&disp)
+    );
+    // The full walk had looked at 500 + 100 a second by then: under half the schedules.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(40), "{took:?}");
+    assert!(lost.iter().all(|id| t.status(id).starts_with("REC:")));
+    signal(&disp, libc::SIGTERM);
+    assert_eq!(finish(disp, 5.0).0, Some(0));
+}
+
 #[test]
 fn a_killed_dispatcher_loses_nothing_and_duplicates_nothing() {
     let t = Setup::new();

@@ -12,7 +12,7 @@
 //! | place, place_many, places, unset | `Store::place`, `Store::place_many`, `Store::places`, `Store::unset` (`redis/store.rs`) |
 //! | register | `Registration::register` (`redis/registry.rs`) |
 //! | dispatch | `dispatch::pass::pass_with` |
-//! | sweep | `dispatch::lost_jobs::sweep` |
+//! | sweep, sweep_claimed | `dispatch::lost_jobs::sweep` |
 //! | stale | `dispatch::staleness::pass` |
 //! | repair | `check`'s `fix` (`operator/check.rs`) |
 //! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
@@ -80,6 +80,8 @@ pub static FILE_HISTORY: LazyLock<Script> = script!("file_history.lua");
 pub static RECOVER: LazyLock<Script> = script!("recover.lua");
 /// Recovery: one step of the sweep for jobs out of circulation.
 pub static SWEEP: LazyLock<Script> = script!("sweep.lua");
+/// Recovery: one step of the quick walk for the jobs a Python worker died with.
+pub static SWEEP_CLAIMED: LazyLock<Script> = script!("sweep_claimed.lua");
 /// `check --repair`: one idempotent fix.
 pub static REPAIR: LazyLock<Script> = script!("repair.lua");
 /// `load`: place a batch of jobs in one call.
