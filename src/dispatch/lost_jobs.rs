@@ -85,20 +85,17 @@ impl SweepPace {
         pass: Duration::from_secs(600),
     };
 
-    /// [`SweepPace::DEFAULT`], except for the pass when the test hook
-    /// `REDBIKE_TEST_SWEEP_PASS` sets its seconds (so a test covers many schedules in
-    /// seconds; debug builds only).
-    /// `REDBIKE_TEST_SWEEP_MOST` sets the most schedules a second (so a test makes the
-    /// full pass long with few schedules). The same pass applies to `base`
-    /// ([`SweepPace::CLAIMED`]), whose most stays.
+    /// `base` ([`SweepPace::DEFAULT`] or [`SweepPace::CLAIMED`]), except for the pass
+    /// when the test hook `REDBIKE_TEST_SWEEP_PASS` sets its seconds (so a test covers
+    /// many schedules in seconds), and, with `most_hook` (the full walk), for the most
+    /// a second when `REDBIKE_TEST_SWEEP_MOST` sets it (so a test makes the full pass
+    /// long with few schedules). Debug builds only.
     fn from_env(base: SweepPace, most_hook: bool) -> SweepPace {
-        let number = |name: &str| {
-            crate::test_hook::value(name)
-                .and_then(|s| s.parse::<u64>().ok())
-                .filter(|&n| n > 0)
-        };
-        let pass = number("REDBIKE_TEST_SWEEP_PASS").map(Duration::from_secs);
-        let most = number("REDBIKE_TEST_SWEEP_MOST")
+        let number =
+            |value: Option<String>| value.and_then(|s| s.parse::<u64>().ok()).filter(|&n| n > 0);
+        let pass =
+            number(crate::test_hook::value("REDBIKE_TEST_SWEEP_PASS")).map(Duration::from_secs);
+        let most = number(crate::test_hook::value("REDBIKE_TEST_SWEEP_MOST"))
             .filter(|_| most_hook)
             .and_then(|n| usize::try_from(n).ok());
         SweepPace {
