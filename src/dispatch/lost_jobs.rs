@@ -457,3 +457,22 @@ impl Recovery {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seconds a whole pass over `n` takes at `pace`.
+    fn pass(pace: SweepPace, n: usize) -> f64 {
+        n as f64 / pace.per_second(n)
+    }
+
+    #[test]
+    fn the_full_walk_is_capped_and_the_quick_walk_bounds_a_pass() {
+        assert_eq!(pass(SweepPace::DEFAULT, 2_400_000), 600.0);
+        assert_eq!(pass(SweepPace::DEFAULT, 10_000_000), 2_500.0);
+        assert_eq!(pass(SweepPace::CLAIMED, 7_200_000), 600.0);
+        // 10 million within 15 minutes: 13.9.
+        assert!(pass(SweepPace::CLAIMED, 10_000_000) <= 15.0 * 60.0);
+    }
+}
