@@ -121,7 +121,7 @@
 //!   per shard, and reading the shards of a listing at once, merged in order with
 //!   bounded memory (`read_all`, `map`); the commands in `cli/` route and merge
 //!   through it.
-//! - Top level: errors and exit codes (`error.rs`), the configuration (`config.rs`),
+//! - Top level: errors and exit codes (`error.rs`), the configuration (`config/`, with `[redbike.notify]` in `config/notify.rs`),
 //!   logging (`log.rs`), signals (`shutdown.rs`), the bounds of settings and the output
 //!   limits (`limits.rs`), the status codes (`status.rs`), job ids and their queues
 //!   (`jobid.rs`), the test hooks only debug builds read (`test_hook.rs`), the rule for
