@@ -140,6 +140,25 @@ fn a_lost_wake_up_loses_no_job() {
     assert_eq!(finish(disp, 5.0).0, Some(0));
 }
 
+/// Loads 10,000 yearly jobs of queue A and takes 20 of them, spread over the ids, off
+/// the timeline: jobs nowhere, for the sweep to find. Returns their ids.
+fn many_with_lost(t: &Setup, con: &mut redis::Connection) -> Vec<String> {
+    const N: usize = 10_000;
+    let file = path(&t.d, "many.csv");
+    let rows: String = (0..N).map(|i| format!("job{i}:A,FREQ=YEARLY\n")).collect();
+    std::fs::write(&file, rows).unwrap();
+    bike(&t.s, t.d.path())
+        .args(["load", file.to_str().unwrap()])
+        .ok();
+    let lost: Vec<String> = (0..N)
+        .step_by(N / 20)
+        .map(|i| format!("job{i}:A"))
+        .collect();
+    let removed: usize = con.zrem("t-timeline", &lost).unwrap();
+    assert_eq!(removed, lost.len());
+    lost
+}
+
 /// The sweep's pace grows with the number of schedules, so that a pass takes a bounded
 /// time (10 minutes by default; 2 s here through the test hook
 /// REDBIKE_TEST_SWEEP_PASS, so 5,000 schedules a second, in calls of 500): of 10,000
@@ -150,22 +169,10 @@ fn the_sweep_covers_many_schedules_in_a_bounded_pass() {
     if !cfg!(debug_assertions) {
         return skip("the sweep's test hook, which release builds ignore");
     }
-    const N: usize = 10_000;
     let t = Setup::new();
-    let file = path(&t.d, "many.csv");
-    let rows: String = (0..N).map(|i| format!("job{i}:A,FREQ=YEARLY\n")).collect();
-    std::fs::write(&file, rows).unwrap();
-    bike(&t.s, t.d.path())
-        .args(["load", file.to_str().unwrap()])
-        .ok();
     let mut con = t.s.con();
     // Taken off the timeline without a trace: what the sweep is there to find.
-    let lost: Vec<String> = (0..N)
-        .step_by(N / 20)
-        .map(|i| format!("job{i}:A"))
-        .collect();
-    let removed: usize = con.zrem("t-timeline", &lost).unwrap();
-    assert_eq!(removed, lost.len());
+    let lost = many_with_lost(&t, &mut con);
     let disp = bike(&t.s, t.d.path())
         .env("REDBIKE_TEST_SWEEP_PASS", "2")
         .args(["dispatch"])
@@ -200,22 +207,10 @@ fn the_quick_walk_finds_jobs_python_workers_died_with() {
     if !cfg!(debug_assertions) {
         return skip("the sweep's test hooks, which release builds ignore");
     }
-    const N: usize = 10_000;
     let t = Setup::new();
-    let file = path(&t.d, "many.csv");
-    let rows: String = (0..N).map(|i| format!("job{i}:A,FREQ=YEARLY\n")).collect();
-    std::fs::write(&file, rows).unwrap();
-    bike(&t.s, t.d.path())
-        .args(["load", file.to_str().unwrap()])
-        .ok();
     let mut con = t.s.con();
     // Claimed by a Python worker that died with them, their leases expired.
-    let lost: Vec<String> = (0..N)
-        .step_by(N / 20)
-        .map(|i| format!("job{i}:A"))
-        .collect();
-    let removed: usize = con.zrem("t-timeline", &lost).unwrap();
-    assert_eq!(removed, lost.len());
+    let lost = many_with_lost(&t, &mut con);
     for id in &lost {
         let _: () = con.hset("t-statuses", id, "WRK:100").unwrap();
     }
