@@ -81,7 +81,12 @@ pub fn run(config: &Config, options: Options, shutdown: &Shutdown) -> Result<()>
     // The point in time of the last pass that worked.
     let mut last = point.unwrap_or_else(timestamp::now);
     let mut odd_logged = false;
-    let mut recovery = Recovery::new(config.policy(), config.history_limit, config.events);
+    let mut recovery = Recovery::new(
+        config.policy(),
+        config.history_limit,
+        config.events,
+        config.shards,
+    );
     let policy = config.policy();
     let mut watch = Watch::new(&config.redis, "dispatcher");
     let mut registration = Registration::new(
