@@ -69,8 +69,9 @@
 //!   `refresh.lua`). The queue cycle and claim sizing as pure functions (`claim.rs`); the
 //!   deadlines of running jobs (`deadlines.rs`); the runs `redbike kill` stops
 //!   (`kills.rs`); the slot threads (`slots.rs`) and the
-//!   claimed jobs they share with the loop (`pool.rs`); the run permits that keep a
-//!   worker of several shards within `-j` (`permits.rs`); the command runner
+//!   claimed jobs they share with the loop (`pool.rs`); the claim budget that lets a
+//!   worker of several shards fill its free slots from whichever shards have work
+//!   (`budget.rs`) and the run permits that keep it within `-j` (`permits.rs`); the command runner
 //!   (`runner.rs`), spawning (`spawn.rs`), job output (`output.rs`), the guard that stops
 //!   jobs of a frozen worker (`guard.rs`) and tells Redis of a dead one (`death.rs`),
 //!   filing the run history while idle (`filing.rs`).

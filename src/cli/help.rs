@@ -227,12 +227,12 @@ fenced it) is queued again, unless set to STOP meanwhile. One that ran out of it
 done (status TMO), as one that failed (DIE).
 
 With shards = N (a prefix split into shards), a worker runs one loop per shard, each \
-with its own connection and an even share of -j; --shards 0,3 serves only those \
-shards. -j stays the bound on the jobs the worker runs at once: with fewer than its \
-shards, each loop has one slot and a slot waits for one of -j run permits, which go \
-first come, first served (a job claimed ahead that waits 2 s for one goes back to its \
-queue). Each loop claims and records at most its share at a time: give a worker the \
-shards it can keep busy. It checks at start that the prefix records the same number of shards \
+with its own connection; --shards 0,3 serves only those shards. The loops share -j: \
+whichever shards have work fill every free slot, each claiming up to the whole -j less \
+what the others hold, and a loop that waited 1 s for room gets the next room first for \
+1 s, so no shard starves. -j stays the bound on the jobs the worker runs at once: a slot \
+waits for one of -j run permits, which go first come, first served (a job claimed \
+ahead that waits 2 s for one goes back to its queue). It checks at start that the prefix records the same number of shards \
 (exit 2 if not).";
 
 /// What `schedules` prints, for backups.

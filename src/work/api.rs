@@ -159,11 +159,15 @@ pub fn parse_queues(text: &str) -> Result<Vec<String>> {
 /// How the loop runs jobs.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Jobs run at once (the loop's slots).
+    /// Jobs run at once (the loop's slots; under `permits`, the whole process's).
     pub concurrency: usize,
     /// Run permits shared with other loops of the process, when their slots add up to
     /// more than the process may run at once: a slot starts a job only with one.
     pub permits: Option<crate::work::Permits>,
+    /// The claim budget shared with the other loops of the process when it serves
+    /// several shards: each may claim up to `concurrency` and the jobs it claims ahead,
+    /// less what the others hold.
+    pub budget: Option<crate::work::Budget>,
     /// Timeout of queues the worker names none for.
     pub default_timeout: Duration,
     /// Time between asking a job to stop and killing it; also how long running jobs may
@@ -198,9 +202,6 @@ pub struct Settings {
     pub stale: BTreeMap<String, u64>,
     /// Entries kept in the event stream (`events`; 0: none written).
     pub events: u64,
-    /// The `-j` of the whole process, which it registers (see `redis/registry.rs`),
-    /// when it runs a loop per shard each with a share of it; `None`: `concurrency`.
-    pub process_concurrency: Option<usize>,
 }
 
 impl Settings {
@@ -210,6 +211,7 @@ impl Settings {
         Settings {
             concurrency: w.concurrency,
             permits: None,
+            budget: None,
             default_timeout: Duration::from_secs(config.default_timeout),
             grace: Duration::from_secs(w.grace_period),
             fence_after: Duration::from_secs(w.fence_after),
@@ -224,7 +226,6 @@ impl Settings {
             history_backlog: config.history_backlog,
             stale: config.stale.clone(),
             events: config.events,
-            process_concurrency: None,
         }
     }
 
@@ -249,6 +250,7 @@ mod tests {
         Settings {
             concurrency: 1,
             permits: None,
+            budget: None,
             default_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(5),
             fence_after: FENCE_AFTER,
@@ -263,7 +265,6 @@ mod tests {
             history_backlog: 100,
             stale: BTreeMap::new(),
             events: 0,
-            process_concurrency: None,
         }
     }
 

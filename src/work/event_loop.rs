@@ -27,6 +27,7 @@ use crate::{
     shutdown::Shutdown,
     work::{
         api::{recover_after, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
+        budget::Member,
         claim::{self, Claimed, Cycle},
         claims::{self, Claims},
         deadlines,
@@ -39,7 +40,7 @@ use crate::{
         refresh,
         replies::Replies,
         round_trip::{RoundTrip, IN_FLIGHT},
-        slots::spawn_slots,
+        slots::Slots,
     },
 };
 
@@ -87,13 +88,19 @@ pub fn run(
         let _ = signal_tx.send(Event::Signal(n));
     });
     let pool = Arc::new(Pool::new(settings.concurrency, settings.permits.clone()));
-    let slots = spawn_slots(&runner, settings.concurrency, &pool, &tx)?;
+    let slots = Slots::new(&runner, settings.concurrency, &pool, &tx);
+    let budget = settings.budget.as_ref().map(|b| {
+        let tx = tx.clone();
+        b.join(move || {
+            let _ = tx.send(Event::Room);
+        })
+    });
     let registration = Registration::new(
         &config.redis,
         config.heartbeat_ttl,
         registry::WORKER,
         cycle.queues.clone(),
-        Some(settings.process_concurrency.unwrap_or(settings.concurrency)),
+        Some(settings.concurrency),
     )
     .with_limits(&settings.limits);
     let mut lp = Loop {
@@ -104,6 +111,8 @@ pub fn run(
         settings,
         keys,
         pool: Arc::clone(&pool),
+        slots,
+        budget,
         claims: Claims::new(cycle),
         outbox: Outbox::default(),
         in_flight: VecDeque::new(),
@@ -124,9 +133,7 @@ pub fn run(
         // After an orderly stop (or a failed start) no job runs: the slots exit at
         // once. Waiting for them drops their handles on the worker before the process
         // exits, so its clean-up runs (the runner's directory of backoff files goes).
-        for slot in slots {
-            let _ = slot.join();
-        }
+        lp.slots.join();
     }
     result
 }
@@ -143,6 +150,11 @@ pub(super) struct Loop {
     keys: Keys,
     /// Claimed and running jobs, shared with the slot threads.
     pool: Arc<Pool>,
+    /// The slot threads, started as jobs come.
+    slots: Slots,
+    /// The claim budget shared with the other loops of the process, when it serves
+    /// several shards (see `budget.rs`).
+    budget: Option<Member>,
     /// The queue cycle and how the claims along it went.
     claims: Claims,
     /// Outcomes and hand-backs to write.
@@ -288,7 +300,7 @@ impl Loop {
             // Checked: the loop may have taken those jobs already, before this event.
             Event::Ended if !self.pool.lock().ended.is_empty() => self.outbox.ended(),
             Event::Ended => {}
-            Event::Low => {}
+            Event::Low | Event::Room => {}
             Event::Wake => {
                 self.claims.may_have_work = true;
                 self.poll.woken();
@@ -338,14 +350,28 @@ impl Loop {
     }
 
     /// How many jobs to claim now (see `claim::wanted`).
+    /// Under a budget shared with other loops, what it grants (asking tells it what
+    /// this loop holds, so it asks even when it wants nothing).
     fn wanted(&self) -> usize {
-        if self.stopping || !self.claims.may_have_work {
+        let no_claim = self.stopping || !self.claims.may_have_work;
+        if no_claim && self.budget.is_none() {
             return 0;
         }
-        let pool = self.pool.lock();
-        let claiming: usize = self.in_flight.iter().map(|f| f.claim.tags.len()).sum();
-        let held = pool.running.len() + pool.ready.len() + self.claims.unconfirmed.len() + claiming;
-        claim::wanted(self.settings.concurrency, self.ahead(&pool), held)
+        let (held, ahead) = {
+            let pool = self.pool.lock();
+            let claiming: usize = self.in_flight.iter().map(|f| f.claim.tags.len()).sum();
+            let held =
+                pool.running.len() + pool.ready.len() + self.claims.unconfirmed.len() + claiming;
+            (held, self.ahead(&pool))
+        };
+        let wanted = match no_claim {
+            true => 0,
+            false => claim::wanted(self.settings.concurrency, ahead, held),
+        };
+        match &self.budget {
+            Some(b) => b.grant(held, wanted, self.settings.concurrency + ahead),
+            None => wanted,
+        }
     }
 
     /// How many jobs to claim ahead of the free slots (see `claim::ahead`).
@@ -785,5 +811,9 @@ impl Loop {
             ready.partition(|r| !self.stopping && r.claimed.elapsed() < HOLD_AT_MOST);
         self.outbox.releases.extend(stale);
         self.pool.add(fresh);
+        if let Err(e) = self.slots.grow() {
+            // The jobs wait for the slots there are, and go back if they wait too long.
+            crate::log_warn!("{e}");
+        }
     }
 }

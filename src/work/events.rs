@@ -18,6 +18,8 @@ pub(super) enum Event {
     Ended,
     /// Few jobs are left ready (see `Pool::take`).
     Low,
+    /// The loops sharing a claim budget made room in it (see `budget.rs`).
+    Room,
     /// Work may be waiting (a wake-up message).
     Wake,
     /// The listener (re)subscribed: work may be waiting, and wake-ups arrive.

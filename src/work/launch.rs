@@ -9,7 +9,7 @@ use crate::{
     error::{ConfigError, Error, Result},
     shard,
     shutdown::Shutdown,
-    work::{parse_queues, runner::CommandRunner, JobRunner, Permits, Settings},
+    work::{parse_queues, runner::CommandRunner, Budget, JobRunner, Permits, Settings},
 };
 
 /// What `redbike work` is told besides the configuration, each beating its config key
@@ -43,11 +43,11 @@ pub struct Overrides {
     pub command: Vec<String>,
 }
 
-/// One worker loop: a shard's configuration, its share of the settings and its runner.
+/// One worker loop: a shard's configuration, its settings and its runner.
 pub struct Loop {
     /// The shard's configuration.
     pub config: Config,
-    /// Its settings (its share of the concurrency).
+    /// Its settings (shared permits and claim budget when there are several loops).
     pub settings: Settings,
     /// Its runner (a runner's state is per slot, and each loop has its slots).
     pub runner: Arc<dyn JobRunner>,
@@ -129,18 +129,16 @@ pub fn plan(config: &Config, overrides: Overrides) -> Result<Vec<Loop>> {
     if config.shards > 1 {
         shard::check_recorded(config)?;
     }
-    // One loop per shard, each with its share of the concurrency and a runner of its
-    // own (a runner's state is per slot, and each loop has its slots). A loop needs a
-    // slot: with fewer jobs at once than shards, the slots share `-j` run permits.
+    // One loop per shard, each with a runner of its own (a runner's state is per
+    // slot, and each loop has its slots). Several loops share a claim budget, so that
+    // whichever shards have work fill every free slot, and `-j` run permits.
     let total = settings.concurrency;
-    let n = chosen.len();
-    let permits = (n > total).then(|| Permits::new(total));
+    let shared = (chosen.len() > 1).then(|| (Permits::new(total), Budget::new()));
     let mut loops = Vec::new();
-    for (i, c) in chosen.into_iter().enumerate() {
+    for c in chosen {
         let settings = Settings {
-            concurrency: (total / n + usize::from(i < total % n)).max(1),
-            permits: permits.clone(),
-            process_concurrency: Some(total),
+            permits: shared.as_ref().map(|(p, _)| p.clone()),
+            budget: shared.as_ref().map(|(_, b)| b.clone()),
             ..settings.clone()
         };
         let runner = CommandRunner::new(

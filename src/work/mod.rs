@@ -14,12 +14,15 @@
 //! Redis. Outcomes that cannot be written during a Redis outage are kept and written
 //! when Redis is back. The run history entries that outcomes leave unfiled are filed
 //! into their jobs' lists while the loop is idle (`filing`).
-//! A worker serving several shards runs a loop per shard; run permits shared among
-//! them (`permits`) keep its jobs running at once within `-j`.
+//! A worker serving several shards runs a loop per shard, each with up to `-j` slots;
+//! a claim budget shared among them (`budget`) lets whichever shards have work fill
+//! every free slot, and run permits (`permits`) keep its jobs running at once within
+//! `-j`.
 //! What becomes of a job after its run is `policy.rs`'s to decide. How a worker starts
 //! (its flags over the configuration, a loop per shard) is `launch`.
 
 mod api;
+mod budget;
 mod claim;
 mod claims;
 mod deadlines;
@@ -47,6 +50,7 @@ pub use api::{
     parse_queues, recover_after, FnRunner, Job, JobRunner, Settings, FENCE_AFTER, FENCE_MARGIN,
     HOLD_AT_MOST, LEASE_MARGIN, POLL_EVERY,
 };
+pub use budget::Budget;
 #[cfg(test)]
 pub(crate) use claim::AHEAD_AT_MOST;
 pub use event_loop::run;

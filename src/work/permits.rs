@@ -1,8 +1,10 @@
 //! Run permits: the bound `-j` sets on the jobs one worker process runs at once, over
-//! all its loops. A worker serving more shards than `-j` gives each loop a slot, so it
-//! has more slots than permits: a slot takes a permit before it starts a job and gives
-//! it back when the job ends, and slots waiting for one get them first come, first
-//! served, whichever loop they belong to (a busy shard cannot starve the others).
+//! all its loops. A worker serving several shards lets each loop have up to `-j`
+//! slots, so it has more slots than permits: a slot takes a permit before it starts a
+//! job and gives it back when the job ends, and slots waiting for one get them first
+//! come, first served, whichever loop they belong to (a busy shard cannot starve the
+//! others). The claim budget (`budget.rs`) keeps the jobs the loops claim close to the
+//! permits, so few wait for one.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 

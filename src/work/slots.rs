@@ -1,9 +1,12 @@
 //! The slot threads: one per job run at once, each taking claimed jobs from the pool
-//! and leaving how they ended for the loop.
+//! and leaving how they ended for the loop. They start as jobs come: a loop of a
+//! worker serving several shards may run the whole `-j` (see `budget`), but most of
+//! its slots would never run a job.
 
 use std::{
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{mpsc, Arc},
+    thread::JoinHandle,
 };
 
 use crate::{
@@ -12,19 +15,64 @@ use crate::{
     work::{api::JobRunner, events::Event, pool::Pool},
 };
 
-/// One thread per slot, each running the jobs it takes from the pool.
-pub(super) fn spawn_slots(
-    runner: &Arc<dyn JobRunner>,
-    n: usize,
-    pool: &Arc<Pool>,
-    events: &mpsc::Sender<Event>,
-) -> Result<Vec<std::thread::JoinHandle<()>>> {
-    let mut handles = Vec::with_capacity(n);
-    for slot in 0..n {
-        let runner = Arc::clone(runner);
-        let pool = Arc::clone(pool);
-        let events = events.clone();
-        let handle = std::thread::Builder::new()
+/// The slot threads of one loop.
+pub(super) struct Slots {
+    /// Runs the jobs.
+    runner: Arc<dyn JobRunner>,
+    /// Where the slots take their jobs.
+    pool: Arc<Pool>,
+    /// Where they say that jobs ended.
+    events: mpsc::Sender<Event>,
+    /// Most slots (the loop's concurrency).
+    most: usize,
+    /// The threads started, by slot.
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Slots {
+    /// No threads yet; up to `most`, running jobs of `pool` with `runner`.
+    pub fn new(
+        runner: &Arc<dyn JobRunner>,
+        most: usize,
+        pool: &Arc<Pool>,
+        events: &mpsc::Sender<Event>,
+    ) -> Slots {
+        Slots {
+            runner: Arc::clone(runner),
+            pool: Arc::clone(pool),
+            events: events.clone(),
+            most,
+            handles: Vec::new(),
+        }
+    }
+
+    /// Starts threads until there is one for each job running or ready, within the
+    /// most. A slot is either running a job or free to take one, so that many suffice.
+    pub fn grow(&mut self) -> Result<()> {
+        let needed = {
+            let state = self.pool.lock();
+            (state.running.len() + state.ready.len()).min(self.most)
+        };
+        while self.handles.len() < needed {
+            let handle = self.spawn(self.handles.len())?;
+            self.handles.push(handle);
+        }
+        Ok(())
+    }
+
+    /// Waits for the threads to exit (after the pool closed).
+    pub fn join(&mut self) {
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
+
+    /// The thread of `slot`, running the jobs it takes from the pool.
+    fn spawn(&self, slot: usize) -> Result<JoinHandle<()>> {
+        let runner = Arc::clone(&self.runner);
+        let pool = Arc::clone(&self.pool);
+        let events = self.events.clone();
+        std::thread::Builder::new()
             .name(format!("slot-{slot}"))
             .spawn(move || {
                 while let Some((job, low, permit)) = pool.take(slot) {
@@ -44,8 +92,6 @@ pub(super) fn spawn_slots(
                     }
                 }
             })
-            .map_err(|e| Error::io("cannot start a job thread", e))?;
-        handles.push(handle);
+            .map_err(|e| Error::io("cannot start a job thread", e))
     }
-    Ok(handles)
 }

@@ -990,6 +990,94 @@ fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
     }
 }
 
+#[test]
+fn a_busy_shard_fills_the_slots_of_idle_ones() {
+    let server = RedisServer::start();
+    let d = workdir();
+    sharded_config(&d, "{b}", 4, &format!("url = {}", q(server.url())));
+    std::fs::write(path(&d, "counted.sh"), COUNTED).unwrap();
+    // Every job in one shard: its loop runs all of `-j` at once (with an even share of
+    // `-j`, one at a time), and never more.
+    let rows: Vec<(String, String)> = (0..200)
+        .map(|i| format!("busy{i}:A"))
+        .filter(|id| shard_of(id, 4) == 2)
+        .take(12)
+        .map(|id| (id, "NOW".to_string()))
+        .collect();
+    assert_eq!(rows.len(), 12);
+    load(&d, "jobs.csv", &rows);
+    let worker = Bg(Some(
+        rb(&d)
+            .args([
+                "work",
+                "A",
+                "-j",
+                "4",
+                "--",
+                "sh",
+                "counted.sh",
+                "marks",
+                "ids",
+            ])
+            .spawn(),
+    ));
+    let ran = || runs(&path(&d, "ids"));
+    let all = wait_until(30.0, || ran().len() >= rows.len());
+    rb(&d).args(["control", "HALT"]).ok();
+    let (code, err) = worker.finish(20.0);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(all, "{} of {} ran\n{err}", ran().len(), rows.len());
+    let (mut now, mut most) = (0, 0);
+    for mark in runs(&path(&d, "marks")) {
+        now += if mark == "+" { 1 } else { -1 };
+        most = most.max(now);
+    }
+    assert_eq!(now, 0, "every job ended");
+    assert_eq!(most, 4, "{most} jobs ran at once\n{err}");
+}
+
+#[test]
+fn a_shard_with_a_backlog_does_not_starve_the_others() {
+    let server = RedisServer::start();
+    let d = workdir();
+    sharded_config(&d, "{f}", 2, &format!("url = {}", q(server.url())));
+    std::fs::write(path(&d, "counted.sh"), COUNTED).unwrap();
+    // Forty jobs of 0.2 s in shard 0 (4 s at -j 2), loaded first, then four in shard 1:
+    // within about a turn (1 s) shard 1's loop gets room, so its jobs end among the
+    // first of the run, not after shard 0's backlog.
+    let ids = |shard: u64, n: usize| -> Vec<(String, String)> {
+        (0..400)
+            .map(|i| format!("s{shard}n{i}:A"))
+            .filter(|id| shard_of(id, 2) == shard)
+            .take(n)
+            .map(|id| (id, "NOW".to_string()))
+            .collect()
+    };
+    let (busy, other) = (ids(0, 40), ids(1, 4));
+    load(&d, "busy.csv", &busy);
+    let worker = Bg(Some(
+        rb(&d)
+            .args(["work", "A", "-j", "2", "--", "sh", "counted.sh", "marks", "ids"])
+            .spawn(),
+    ));
+    // Shard 0's loop has all the room by the time shard 1's jobs come.
+    assert!(wait_until(10.0, || runs(&path(&d, "ids")).len() >= 2));
+    load(&d, "other.csv", &other);
+    let total = busy.len() + other.len();
+    let all = wait_until(30.0, || runs(&path(&d, "ids")).len() >= total);
+    rb(&d).args(["control", "HALT"]).ok();
+    let (code, err) = worker.finish(20.0);
+    assert_eq!(code, Some(0), "{err}");
+    let ran = runs(&path(&d, "ids"));
+    assert!(all, "{} of {total} ran\n{err}", ran.len());
+    let last = other
+        .iter()
+        .map(|(id, _)| ran.iter().position(|r| r == id).unwrap())
+        .max()
+        .unwrap();
+    assert!(last < 25, "shard 1's last job ended {last}th of {total}: {ran:?}");
+}
+
 /// Commands and their Redis CPU (microseconds) on the node at `port` since its last
 /// CONFIG RESETSTAT, from INFO commandstats; and the node's own CPU seconds (INFO cpu).
 fn node_load(port: u16) -> (u64, u64, f64) {
