@@ -935,14 +935,56 @@ fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
 const COUNTED: &str =
     "#!/bin/sh\necho + >> \"$1\"\nsleep 0.2\necho - >> \"$1\"\necho \"$3\" >> \"$2\"\n";
 
-#[test]
-fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
+/// From the marks `COUNTED` left: the jobs still running at the end, and the most
+/// that ran at once.
+fn at_once(marks: &PathBuf) -> (i64, usize) {
+    let (mut now, mut most) = (0i64, 0i64);
+    for mark in runs(marks) {
+        now += if mark == "+" { 1 } else { -1 };
+        most = most.max(now);
+    }
+    (now, usize::try_from(most).unwrap_or(0))
+}
+
+/// A Redis and a prefix `{TAG}` split into `shards`, with `COUNTED` in the directory.
+fn counted_shards(tag: &str, shards: u32) -> (RedisServer, TempDir) {
     let server = RedisServer::start();
     let d = workdir();
-    sharded_config(&d, "{j}", 4, &format!("url = {}", q(server.url())));
+    sharded_config(
+        &d,
+        &format!("{{{tag}}}"),
+        shards,
+        &format!("url = {}", q(server.url())),
+    );
     std::fs::write(path(&d, "counted.sh"), COUNTED).unwrap();
-    // Four shards, one slot each, and fewer permits: `-j` still bounds the jobs run at
-    // once (without permits, up to four ran), and every job runs.
+    (server, d)
+}
+
+/// `work A -j J` running `COUNTED` with the files `marks` and `ids`.
+fn counted_worker(d: &TempDir, j: usize, marks: &str, ids: &str) -> Bg {
+    let j = j.to_string();
+    Bg(Some(
+        rb(d)
+            .args(["work", "A", "-j", &j, "--", "sh", "counted.sh", marks, ids])
+            .spawn(),
+    ))
+}
+
+/// `n` NOW rows of queue A whose ids (`STEM` and a number) fall in shard `k` of `of`.
+fn rows_in_shard(stem: &str, k: u64, of: u64, n: usize) -> Vec<(String, String)> {
+    (0..n * of as usize * 10)
+        .map(|i| format!("{stem}{i}:A"))
+        .filter(|id| shard_of(id, of) == k)
+        .take(n)
+        .map(|id| (id, "NOW".to_string()))
+        .collect()
+}
+
+#[test]
+fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
+    let (_server, d) = counted_shards("j", 4);
+    // Four shards and fewer permits: `-j` still bounds the jobs run at once (without
+    // permits, up to four ran), and every job runs.
     for j in [2, 1] {
         let (marks, ids) = (format!("marks{j}"), format!("ids{j}"));
         let rows: Vec<(String, String)> = (0..16)
@@ -951,12 +993,7 @@ fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
         let spread: BTreeSet<u64> = rows.iter().map(|(id, _)| shard_of(id, 4)).collect();
         assert_eq!(spread.len(), 4, "the jobs use every shard");
         load(&d, &format!("jobs{j}.csv"), &rows);
-        let worker = Bg(Some(
-            rb(&d)
-                .args(["work", "A", "-j", &j.to_string(), "--", "sh", "counted.sh"])
-                .args([&marks, &ids])
-                .spawn(),
-        ));
+        let worker = counted_worker(&d, j, &marks, &ids);
         let ran = || runs(&path(&d, &ids));
         let all = wait_until(30.0, || ran().len() >= rows.len());
         // Listed once, with its `-j` (each shard's loop registers it).
@@ -979,11 +1016,7 @@ fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
         let mut expected: Vec<String> = rows.into_iter().map(|(id, _)| id).collect();
         expected.sort();
         assert_eq!(ran, expected, "-j {j}: each job runs once");
-        let (mut now, mut most) = (0, 0);
-        for mark in runs(&path(&d, &marks)) {
-            now += if mark == "+" { 1 } else { -1 };
-            most = most.max(now);
-        }
+        let (now, most) = at_once(&path(&d, &marks));
         assert_eq!(now, 0, "-j {j}: every job ended");
         // Up to the bound and no more: -j 2 does run two at once.
         assert_eq!(most, j, "-j {j}: {most} jobs ran at once\n{err}");
@@ -992,74 +1025,34 @@ fn j_bounds_the_jobs_a_worker_of_several_shards_runs_at_once() {
 
 #[test]
 fn a_busy_shard_fills_the_slots_of_idle_ones() {
-    let server = RedisServer::start();
-    let d = workdir();
-    sharded_config(&d, "{b}", 4, &format!("url = {}", q(server.url())));
-    std::fs::write(path(&d, "counted.sh"), COUNTED).unwrap();
+    let (_server, d) = counted_shards("b", 4);
     // Every job in one shard: its loop runs all of `-j` at once (with an even share of
     // `-j`, one at a time), and never more.
-    let rows: Vec<(String, String)> = (0..200)
-        .map(|i| format!("busy{i}:A"))
-        .filter(|id| shard_of(id, 4) == 2)
-        .take(12)
-        .map(|id| (id, "NOW".to_string()))
-        .collect();
+    let rows = rows_in_shard("busy", 2, 4, 12);
     assert_eq!(rows.len(), 12);
     load(&d, "jobs.csv", &rows);
-    let worker = Bg(Some(
-        rb(&d)
-            .args([
-                "work",
-                "A",
-                "-j",
-                "4",
-                "--",
-                "sh",
-                "counted.sh",
-                "marks",
-                "ids",
-            ])
-            .spawn(),
-    ));
+    let worker = counted_worker(&d, 4, "marks", "ids");
     let ran = || runs(&path(&d, "ids"));
     let all = wait_until(30.0, || ran().len() >= rows.len());
     rb(&d).args(["control", "HALT"]).ok();
     let (code, err) = worker.finish(20.0);
     assert_eq!(code, Some(0), "{err}");
     assert!(all, "{} of {} ran\n{err}", ran().len(), rows.len());
-    let (mut now, mut most) = (0, 0);
-    for mark in runs(&path(&d, "marks")) {
-        now += if mark == "+" { 1 } else { -1 };
-        most = most.max(now);
-    }
+    let (now, most) = at_once(&path(&d, "marks"));
     assert_eq!(now, 0, "every job ended");
     assert_eq!(most, 4, "{most} jobs ran at once\n{err}");
 }
 
 #[test]
 fn a_shard_with_a_backlog_does_not_starve_the_others() {
-    let server = RedisServer::start();
-    let d = workdir();
-    sharded_config(&d, "{f}", 2, &format!("url = {}", q(server.url())));
-    std::fs::write(path(&d, "counted.sh"), COUNTED).unwrap();
+    let (_server, d) = counted_shards("f", 2);
     // Forty jobs of 0.2 s in shard 0 (4 s at -j 2), loaded first, then four in shard 1:
     // within about a turn (1 s) shard 1's loop gets room, so its jobs end among the
     // first of the run, not after shard 0's backlog.
-    let ids = |shard: u64, n: usize| -> Vec<(String, String)> {
-        (0..400)
-            .map(|i| format!("s{shard}n{i}:A"))
-            .filter(|id| shard_of(id, 2) == shard)
-            .take(n)
-            .map(|id| (id, "NOW".to_string()))
-            .collect()
-    };
-    let (busy, other) = (ids(0, 40), ids(1, 4));
+    let (busy, other) = (rows_in_shard("s", 0, 2, 40), rows_in_shard("t", 1, 2, 4));
+    assert_eq!((busy.len(), other.len()), (40, 4));
     load(&d, "busy.csv", &busy);
-    let worker = Bg(Some(
-        rb(&d)
-            .args(["work", "A", "-j", "2", "--", "sh", "counted.sh", "marks", "ids"])
-            .spawn(),
-    ));
+    let worker = counted_worker(&d, 2, "marks", "ids");
     // Shard 0's loop has all the room by the time shard 1's jobs come.
     assert!(wait_until(10.0, || runs(&path(&d, "ids")).len() >= 2));
     load(&d, "other.csv", &other);
@@ -1075,7 +1068,10 @@ fn a_shard_with_a_backlog_does_not_starve_the_others() {
         .map(|(id, _)| ran.iter().position(|r| r == id).unwrap())
         .max()
         .unwrap();
-    assert!(last < 25, "shard 1's last job ended {last}th of {total}: {ran:?}");
+    assert!(
+        last < 25,
+        "shard 1's last job ended {last}th of {total}: {ran:?}"
+    );
 }
 
 /// Commands and their Redis CPU (microseconds) on the node at `port` since its last
