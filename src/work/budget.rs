@@ -56,7 +56,7 @@ pub(crate) struct Member {
 }
 
 impl Budget {
-    /// A budget for loops that will [`join`](Budget::join) it.
+    /// A budget for loops that will join it.
     pub fn new() -> Budget {
         Budget(Arc::new(Mutex::new(State::default())))
     }
