@@ -228,9 +228,9 @@ done (status TMO), as one that failed (DIE).
 
 With shards = N (a prefix split into shards), a worker runs one loop per shard, each \
 with its own connection; --shards 0,3 serves only those shards. The loops share -j: \
-whichever shards have work fill every free slot, each claiming up to the whole -j less \
-what the others hold, and a loop that waited 1 s for room gets the next room first for \
-1 s, so no shard starves. -j stays the bound on the jobs the worker runs at once: a slot \
+whichever shards have work fill every free slot, each claiming up to the whole -j (and \
+jobs ahead) less what the others hold. A loop that waited 1 s for room gets the turn for \
+1 s: the room it lacks is kept for it, so no shard starves. -j stays the bound on the jobs the worker runs at once: a slot \
 waits for one of -j run permits, which go first come, first served (a job claimed \
 ahead that waits 2 s for one goes back to its queue). It checks at start that the prefix records the same number of shards \
 (exit 2 if not).";

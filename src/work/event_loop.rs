@@ -27,7 +27,7 @@ use crate::{
     shutdown::Shutdown,
     work::{
         api::{recover_after, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
-        budget::Member,
+        budget::{Ask, Member},
         claim::{self, Claimed, Cycle},
         claims::{self, Claims},
         deadlines,
@@ -88,7 +88,8 @@ pub fn run(
         let _ = signal_tx.send(Event::Signal(n));
     });
     let pool = Arc::new(Pool::new(settings.concurrency, settings.permits.clone()));
-    let slots = Slots::new(&runner, settings.concurrency, &pool, &tx);
+    // One slot at once, so that a worker that cannot start threads fails at start.
+    let slots = Slots::start(&runner, settings.concurrency, &pool, &tx)?;
     let budget = settings.budget.as_ref().map(|b| {
         let tx = tx.clone();
         b.join(move || {
@@ -351,27 +352,41 @@ impl Loop {
 
     /// How many jobs to claim now (see `claim::wanted`).
     /// Under a budget shared with other loops, what it grants (asking tells it what
-    /// this loop holds, so it asks even when it wants nothing).
+    /// this loop holds, so it asks even when it wants nothing, and wants nothing while
+    /// it backs off from Redis, so as not to keep room it cannot use).
     fn wanted(&self) -> usize {
-        let no_claim = self.stopping || !self.claims.may_have_work;
-        if no_claim && self.budget.is_none() {
-            return 0;
-        }
+        let Some(budget) = &self.budget else {
+            if self.stopping || !self.claims.may_have_work {
+                return 0;
+            }
+            let pool = self.pool.lock();
+            return claim::wanted(
+                self.settings.concurrency,
+                self.ahead(&pool),
+                self.held(&pool),
+            );
+        };
+        let backing_off = self.link.wait().is_some_and(|d| !d.is_zero());
+        let no_claim = self.stopping || !self.claims.may_have_work || backing_off;
         let (held, ahead) = {
             let pool = self.pool.lock();
-            let claiming: usize = self.in_flight.iter().map(|f| f.claim.tags.len()).sum();
-            let held =
-                pool.running.len() + pool.ready.len() + self.claims.unconfirmed.len() + claiming;
-            (held, self.ahead(&pool))
+            (self.held(&pool), self.ahead(&pool))
         };
         let wanted = match no_claim {
             true => 0,
             false => claim::wanted(self.settings.concurrency, ahead, held),
         };
-        match &self.budget {
-            Some(b) => b.grant(held, wanted, self.settings.concurrency + ahead),
-            None => wanted,
-        }
+        budget.grant(Ask {
+            held,
+            wanted,
+            ahead,
+        })
+    }
+
+    /// The jobs this loop holds: running, ready, awaiting confirmation, being claimed.
+    fn held(&self, pool: &State) -> usize {
+        let claiming: usize = self.in_flight.iter().map(|f| f.claim.tags.len()).sum();
+        pool.running.len() + pool.ready.len() + self.claims.unconfirmed.len() + claiming
     }
 
     /// How many jobs to claim ahead of the free slots (see `claim::ahead`).
@@ -461,6 +476,10 @@ impl Loop {
         if let Some(at) = self.filing.idle_at().filter(|_| self.idle()) {
             wait = wait.min(at.saturating_duration_since(now));
         }
+        // Waiting for room in the budget: asking again when a turn is due.
+        if let Some(at) = self.budget.as_ref().and_then(Member::ask_again_at) {
+            wait = wait.min(at.saturating_duration_since(now));
+        }
         wait.min(every)
     }
 
@@ -545,6 +564,8 @@ impl Loop {
             return false;
         }
         if self.in_flight.is_empty() && !self.connect() {
+            // Backing off now: room the budget granted for the claim goes back.
+            self.wanted();
             return false;
         }
         let now = timestamp::now();

@@ -133,7 +133,7 @@ pub fn plan(config: &Config, overrides: Overrides) -> Result<Vec<Loop>> {
     // slot, and each loop has its slots). Several loops share a claim budget, so that
     // whichever shards have work fill every free slot, and `-j` run permits.
     let total = settings.concurrency;
-    let shared = (chosen.len() > 1).then(|| (Permits::new(total), Budget::new()));
+    let shared = (chosen.len() > 1).then(|| (Permits::new(total), Budget::new(total)));
     let mut loops = Vec::new();
     for c in chosen {
         let settings = Settings {

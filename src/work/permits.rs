@@ -3,8 +3,8 @@
 //! slots, so it has more slots than permits: a slot takes a permit before it starts a
 //! job and gives it back when the job ends, and slots waiting for one get them first
 //! come, first served, whichever loop they belong to (a busy shard cannot starve the
-//! others). The claim budget (`budget.rs`) keeps the jobs the loops claim close to the
-//! permits, so few wait for one.
+//! others). The claim budget (`budget.rs`) bounds what the loops claim to `-j` and
+//! the jobs claimed ahead, so few jobs wait for a permit.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 

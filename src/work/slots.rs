@@ -1,7 +1,7 @@
 //! The slot threads: one per job run at once, each taking claimed jobs from the pool
-//! and leaving how they ended for the loop. They start as jobs come: a loop of a
-//! worker serving several shards may run the whole `-j` (see `budget`), but most of
-//! its slots would never run a job.
+//! and leaving how they ended for the loop. They start as jobs come (and then stay):
+//! each loop of a worker serving several shards may run the whole `-j` (see
+//! `budget`), but only a shard that had that much work at once needs that many.
 
 use std::{
     panic::{catch_unwind, AssertUnwindSafe},
@@ -30,20 +30,23 @@ pub(super) struct Slots {
 }
 
 impl Slots {
-    /// No threads yet; up to `most`, running jobs of `pool` with `runner`.
-    pub fn new(
+    /// One thread; up to `most`, running jobs of `pool` with `runner`.
+    pub fn start(
         runner: &Arc<dyn JobRunner>,
         most: usize,
         pool: &Arc<Pool>,
         events: &mpsc::Sender<Event>,
-    ) -> Slots {
-        Slots {
+    ) -> Result<Slots> {
+        let mut slots = Slots {
             runner: Arc::clone(runner),
             pool: Arc::clone(pool),
             events: events.clone(),
             most,
             handles: Vec::new(),
-        }
+        };
+        let first = slots.spawn(0)?;
+        slots.handles.push(first);
+        Ok(slots)
     }
 
     /// Starts threads until there is one for each job running or ready, within the
