@@ -60,7 +60,8 @@
 //! - `work/`: `redbike work`. The public API in `api.rs` (`Job`, the `JobRunner` trait
 //!   with `FnRunner`, `Settings`); how a worker starts, its flags merged over the
 //!   configuration and a loop per shard served (`launch.rs`); the event loop in
-//!   `event_loop.rs` (`run` and `Loop`: when to send, wait and stop) and what reaches it
+//!   `event_loop.rs` (`run` and `Loop`: when to send, wait and stop; how many jobs it
+//!   claims, `event_loop/sizing.rs`) and what reaches it
 //!   (`events.rs`: the events, the listener); the round trips in flight (`round_trip.rs`)
 //!   and how each part takes back its own replies (`replies.rs`). The parts of a round trip, each owning its
 //!   state: the outcomes and hand-backs to write (`outbox.rs`, with `finish.lua` and

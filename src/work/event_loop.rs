@@ -27,8 +27,8 @@ use crate::{
     shutdown::Shutdown,
     work::{
         api::{recover_after, JobRunner, Settings, HOLD_AT_MOST, POLL_EVERY},
-        budget::{Ask, Member},
-        claim::{self, Claimed, Cycle},
+        budget::Member,
+        claim::{Claimed, Cycle},
         claims::{self, Claims},
         deadlines,
         events::{self, Event},
@@ -36,13 +36,15 @@ use crate::{
         kills,
         outbox::{Outbox, Writing, BATCH_FOR},
         poll::Poll,
-        pool::{Pool, Ready, State},
+        pool::{Pool, Ready},
         refresh,
         replies::Replies,
         round_trip::{RoundTrip, IN_FLIGHT},
         slots::Slots,
     },
 };
+
+mod sizing;
 
 /// Blocks SIGCHLD, and the stop signals when a signal thread takes them (see
 /// [`Shutdown::install_signals`]), in the calling thread and every thread it starts
@@ -343,61 +345,6 @@ impl Loop {
             self.claims.ran(e.ran);
         }
         self.outbox.record(ended);
-    }
-
-    /// Whether a claim is in flight.
-    fn claiming(&self) -> bool {
-        self.in_flight.iter().any(|f| !f.claim.tags.is_empty())
-    }
-
-    /// How many jobs to claim now (see `claim::wanted`).
-    /// Under a budget shared with other loops, what it grants (asking tells it what
-    /// this loop holds, so it asks even when it wants nothing, and wants nothing while
-    /// it backs off from Redis, so as not to keep room it cannot use).
-    fn wanted(&self) -> usize {
-        let Some(budget) = &self.budget else {
-            if self.stopping || !self.claims.may_have_work {
-                return 0;
-            }
-            let pool = self.pool.lock();
-            return claim::wanted(
-                self.settings.concurrency,
-                self.ahead(&pool),
-                self.held(&pool),
-            );
-        };
-        let backing_off = self.link.wait().is_some_and(|d| !d.is_zero());
-        let no_claim = self.stopping || !self.claims.may_have_work || backing_off;
-        let (held, ahead) = {
-            let pool = self.pool.lock();
-            (self.held(&pool), self.ahead(&pool))
-        };
-        let wanted = match no_claim {
-            true => 0,
-            false => claim::wanted(self.settings.concurrency, ahead, held),
-        };
-        budget.grant(Ask {
-            held,
-            wanted,
-            ahead,
-        })
-    }
-
-    /// The jobs this loop holds: running, ready, awaiting confirmation, being claimed.
-    fn held(&self, pool: &State) -> usize {
-        let claiming: usize = self.in_flight.iter().map(|f| f.claim.tags.len()).sum();
-        pool.running.len() + pool.ready.len() + self.claims.unconfirmed.len() + claiming
-    }
-
-    /// How many jobs to claim ahead of the free slots (see `claim::ahead`).
-    fn ahead(&self, pool: &State) -> usize {
-        let longest = pool.running.values().map(|r| r.started.elapsed()).max();
-        claim::ahead(self.settings.concurrency, self.claims.run_time, longest)
-    }
-
-    /// Fewer jobs ready than this and it is time to claim more (see `claim::refill_at`).
-    fn refill_at(&self, pool: &State) -> usize {
-        claim::refill_at(self.settings.concurrency, self.ahead(pool))
     }
 
     /// How much longer the outcomes to write may wait for more (`BATCH_FOR`), while
