@@ -1,5 +1,12 @@
 -- Helpers shared by the redbike scripts; scripts/mod.rs prepends this file to each of them.
 
+-- The globals the scripts use, as locals of the chunk: a global is a table lookup by
+-- name at each use (`redis.call` two), a local or upvalue a register read; about 1 %
+-- of what a job costs Redis (tools/redis_instructions.sh).
+local redis, KEYS, ARGV, tonumber, tostring, type, unpack, ipairs, pairs, next, string,
+  math, table = redis, KEYS, ARGV, tonumber, tostring, type, unpack, ipairs, pairs, next,
+  string, math, table
+
 -- Statuses a script collects to write in one HSET at its end (flush_statuses), as
 -- field-value pairs, or nil: each is written at once. Only for scripts that never
 -- read a status back.
