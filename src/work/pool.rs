@@ -20,6 +20,11 @@ use crate::{
     work::permits::{Permit, Permits},
 };
 
+/// How long a slot thread waits for a job before it leaves, the last one excepted: a
+/// loop starts threads as jobs come (`slots.rs`), and without this a worker keeps the
+/// most it ever ran at once (each loop of a split worker up to the whole `-j`).
+pub(crate) const SLOT_IDLE_EXIT: Duration = Duration::from_secs(60);
+
 /// A claimed job waiting for a slot.
 pub(crate) struct Ready {
     /// The job (its `slot` is set when a slot takes it).
@@ -88,6 +93,11 @@ pub(crate) struct State {
     idle: usize,
     /// Set when the worker is done: slots exit.
     closed: bool,
+    /// Slot threads alive (counted here, under the lock, so that the loop starting
+    /// threads and an idle one leaving never both miss a ready job).
+    pub live: usize,
+    /// Slots whose threads left after idling (see [`SLOT_IDLE_EXIT`]), for new threads.
+    pub vacated: Vec<usize>,
     /// Fewer ready jobs than this and the loop should claim more (see [`Pool::take`]);
     /// the loop moves it with the number of jobs it claims ahead.
     pub low: usize,
@@ -99,6 +109,8 @@ pub(crate) struct Pool {
     state: Mutex<State>,
     /// Signalled when a job is ready or the pool closes.
     wake: Condvar,
+    /// How long an idle slot thread waits before it leaves ([`SLOT_IDLE_EXIT`]).
+    idle_exit: Duration,
     /// The worker's run permits, when it has more slots than it may run jobs at once.
     permits: Option<Permits>,
 }
@@ -113,6 +125,9 @@ impl Pool {
                 ..State::default()
             }),
             wake: Condvar::new(),
+            idle_exit: crate::test_hook::value("REDBIKE_TEST_SLOT_IDLE_EXIT")
+                .and_then(|v| v.parse().ok())
+                .map_or(SLOT_IDLE_EXIT, Duration::from_secs_f64),
             permits,
         }
     }
@@ -147,9 +162,12 @@ impl Pool {
     /// Takes the oldest ready job into `slot`, waiting for one (and for a run permit,
     /// under permits; the job's permit is returned with it); `None` once closed. The
     /// flag says that this take left fewer than `low` jobs ready: the loop, which may
-    /// be letting outcomes gather, should be told to claim more.
+    /// be letting outcomes gather, should be told to claim more. Also `None` for a slot
+    /// that waited the idle exit for a job while another thread is left: its thread
+    /// leaves, and the slot is vacated.
     pub fn take(&self, slot: usize) -> Option<(Job, bool, Option<Permit>)> {
         let mut permit = None;
+        let mut idle_since: Option<Instant> = None;
         let mut state = self.lock();
         loop {
             if state.closed {
@@ -189,8 +207,19 @@ impl Pool {
             }
             // The job went (handed back, or taken by another slot): so does its permit.
             permit = None;
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= self.idle_exit && state.live > 1 {
+                state.live -= 1;
+                state.vacated.push(slot);
+                return None;
+            }
             state.idle += 1;
-            state = self.wake.wait(state).unwrap_or_else(|e| e.into_inner());
+            let left = self.idle_exit.saturating_sub(since.elapsed());
+            state = self
+                .wake
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
             state.idle -= 1;
         }
     }

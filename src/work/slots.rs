@@ -1,7 +1,8 @@
 //! The slot threads: one per job run at once, each taking claimed jobs from the pool
-//! and leaving how they ended for the loop. They start as jobs come (and then stay):
-//! each loop of a worker serving several shards may run the whole `-j` (see
-//! `budget`), but only a shard that had that much work at once needs that many.
+//! and leaving how they ended for the loop. They start as jobs come, and leave after
+//! idling a while (`pool::SLOT_IDLE_EXIT`), one excepted: each loop of a worker serving
+//! several shards may run the whole `-j` (see `budget`), but only a shard that has that
+//! much work at once needs that many.
 
 use std::{
     panic::{catch_unwind, AssertUnwindSafe},
@@ -25,7 +26,7 @@ pub(super) struct Slots {
     events: mpsc::Sender<Event>,
     /// Most slots (the loop's concurrency).
     most: usize,
-    /// The threads started, by slot.
+    /// The threads started, by slot (a vacated slot's thread has left or is leaving).
     handles: Vec<JoinHandle<()>>,
 }
 
@@ -46,19 +47,28 @@ impl Slots {
         };
         let first = slots.spawn(0)?;
         slots.handles.push(first);
+        pool.lock().live = 1;
         Ok(slots)
     }
 
     /// Starts threads until there is one for each job running or ready, within the
     /// most. A slot is either running a job or free to take one, so that many suffice.
+    /// A vacated slot goes to a new thread before a new slot is made, so slots stay
+    /// below the most (the guard and the runner keep per-slot state).
     pub fn grow(&mut self) -> Result<()> {
-        let needed = {
-            let state = self.pool.lock();
-            (state.running.len() + state.ready.len()).min(self.most)
-        };
-        while self.handles.len() < needed {
-            let handle = self.spawn(self.handles.len())?;
-            self.handles.push(handle);
+        let mut state = self.pool.lock();
+        let needed = (state.running.len() + state.ready.len()).min(self.most);
+        while state.live < needed {
+            let slot = state.vacated.pop().unwrap_or(self.handles.len());
+            let handle = self.spawn(slot)?;
+            // The thread leaving that slot returned from its last take already.
+            match self.handles.get_mut(slot) {
+                Some(old) => {
+                    let _ = std::mem::replace(old, handle).join();
+                }
+                None => self.handles.push(handle),
+            }
+            state.live += 1;
         }
         Ok(())
     }

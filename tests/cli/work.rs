@@ -458,6 +458,63 @@ fn no_thread_of_a_worker_takes_sigchld() {
     assert!(threads.iter().all(|(_, blocked)| *blocked), "{threads:?}");
 }
 
+/// The worker's threads that run jobs (`slot-N`).
+fn slot_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .filter(|name| name.starts_with("slot-"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Slot threads start as jobs come and leave after idling a while (shortened here by
+/// a test hook), the last one excepted: a worker that once ran `-j` jobs at once does
+/// not keep `-j` threads, and starts them again for the next jobs.
+#[test]
+fn idle_slot_threads_leave_and_come_back_with_work() {
+    let t = Setup::new();
+    let batch = |from: usize| {
+        let rows: String = (from..from + 4)
+            .map(|i| format!("sleep{i}:A,NOW\n"))
+            .collect();
+        std::fs::write(path(&t.d, "jobs.csv"), rows).unwrap();
+        bike(&t.s, t.d.path()).args(["load", "jobs.csv"]).ok();
+    };
+    batch(0);
+    let w = bike(&t.s, t.d.path())
+        .env("TEST_LOG", t.log())
+        .env("REDBIKE_TEST_SLOT_IDLE_EXIT", "1")
+        .args(["work", "A", "-j", "4", "--", "./job.sh"])
+        .spawn();
+    let pid = w.id();
+    // The jobs sleep a second each: all four run at once, a thread each.
+    assert!(t.wait_runs(4));
+    assert!(
+        wait_until(10.0, || slot_threads(pid) == 4),
+        "{}",
+        slot_threads(pid)
+    );
+    assert!(
+        wait_until(15.0, || slot_threads(pid) == 1),
+        "{}",
+        slot_threads(pid)
+    );
+    batch(4);
+    assert!(t.wait_runs(8));
+    assert!(
+        wait_until(10.0, || slot_threads(pid) == 4),
+        "{}",
+        slot_threads(pid)
+    );
+    for i in 0..8 {
+        assert!(t.wait_status(&format!("sleep{i}:A"), "STP"), "sleep{i}");
+    }
+    t.stop(w);
+}
+
 #[test]
 fn halt_past_grace_stops_jobs_like_a_timeout() {
     let t = Setup::new();
