@@ -1184,7 +1184,7 @@ fn seed(s: &RedisServer) {
     for (id, schedule) in [
         ("daily:A", "FREQ=DAILY;BYHOUR=9"),
         ("now:A", "NOW"),
-        ("at:B", "AT:2030-01-01T00:00:00Z"),
+        ("at:B", "AT:2090-01-01T00:00:00Z"),
         ("stop:A", "STOP"),
         ("cont:C", "CONTINUE"),
         ("j:A", "FREQ=HOURLY"),

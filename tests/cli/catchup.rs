@@ -33,6 +33,8 @@ fn set_late(s: &RedisServer, d: &std::path::Path, id: &str, schedule: &str, ago:
 
 #[test]
 fn skip_queue_skips_late_runs_and_once_queue_runs_them() {
+    // Hourly jobs: the top of the hour must not pass while the test runs.
+    clear_of_boundary(3600, 0, 30);
     let s = RedisServer::start();
     let d = workdir();
     std::fs::write(path(&d, "rb.toml"), CONFIG).unwrap();
@@ -91,6 +93,8 @@ fn skip_queue_skips_late_runs_and_once_queue_runs_them() {
 
 #[test]
 fn catch_up_after_an_outage_measures_lateness_from_now() {
+    // Daily jobs due at midnight (UTC): not while the test runs.
+    clear_of_boundary(86_400, 0, 30);
     // The timefile says the dispatcher last ran two hours ago: its first pass is at that
     // instant, but a job due an hour ago is late by an hour, not early.
     let s = RedisServer::start();

@@ -795,15 +795,22 @@ fn shards_route_by_job_and_list_as_an_unsplit_prefix() {
         .map(|i| {
             let sched = match i % 4 {
                 0 => "NOW".to_string(),
-                1 => format!("AT:{}", t0 + 3600),
+                1 => format!("AT:{}", t0 + 3 * 3600),
                 2 => "FREQ=HOURLY".to_string(),
                 _ => "CRON:*/5 * * * *".to_string(),
             };
             (format!("job{i}:Q{}", i % 3), sched)
         })
         .collect();
+    // One reference instant for both loads, a whole hour 1 to 2 hours ahead (before
+    // the AT rows): both prefixes get the same next runs, none of them due while the
+    // test runs (from now, a 5-minute boundary between the two loads, or between the
+    // two `stats`, made `timeline.due` and `tell` differ).
+    let after = ((t0 / 3600 + 2) * 3600).to_string();
+    let csv: String = rows.iter().map(|(id, s)| format!("{id},{s}\r\n")).collect();
     for d in [&one, &four] {
-        load(d, "jobs.csv", &rows);
+        std::fs::write(path(d, "jobs.csv"), &csv).unwrap();
+        rb(d).args(["load", "jobs.csv", "--after", &after]).ok();
         // From a pipe too: a split prefix reads it again for each shard.
         let piped: String = (0..8).map(|i| format!("piped{i}:Q1,STOP\r\n")).collect();
         let out = rb(d).args(["load", "-"]).stdin(piped).ok();

@@ -669,6 +669,17 @@ pub fn now() -> i64 {
         .as_secs() as i64
 }
 
+/// Waits, if need be (at most `margin` + 1 seconds), until at least `margin` seconds
+/// are left before the next instant `at` seconds past a multiple of `period` (UTC): a
+/// test whose jobs fall due at such an instant (the top of each hour, 03:00 each day)
+/// then cannot see it pass while it runs.
+pub fn clear_of_boundary(period: i64, at: i64, margin: i64) {
+    let left = period - (now() - at).rem_euclid(period);
+    if left < margin {
+        thread::sleep(Duration::from_secs(left as u64 + 1));
+    }
+}
+
 /// A background `redbike`, SIGKILLed on drop if the test fails before it is finished.
 pub struct Bg(pub Option<Child>);
 

@@ -84,11 +84,11 @@ fn set_at_goes_on_timeline_and_stores_stop() {
     let s = RedisServer::start();
     let d = workdir();
     bike(&s, d.path())
-        .args(["set", "j", "AT:2030-01-01T00:00:00Z"])
+        .args(["set", "j", "AT:2090-01-01T00:00:00Z"])
         .run()
         .success()
-        .stdout_is("j: next run at 1893456000 (2030-01-01T00:00:00Z)\n");
-    assert_eq!(zscore(&s, "t-timeline", "j"), Some(1_893_456_000));
+        .stdout_is("j: next run at 3786912000 (2090-01-01T00:00:00Z)\n");
+    assert_eq!(zscore(&s, "t-timeline", "j"), Some(3_786_912_000));
     assert_eq!(hget(&s, "t-schedules", "j").as_deref(), Some("STOP"));
     bike(&s, d.path()).args(["set", "j", "AT:1893456001"]).ok();
     assert_eq!(zscore(&s, "t-timeline", "j"), Some(1_893_456_001));
@@ -450,14 +450,14 @@ fn tell_shows_state_as_json() {
     let s = RedisServer::start();
     let d = workdir();
     bike(&s, d.path())
-        .args(["set", "j:A", "AT:1893456000"])
+        .args(["set", "j:A", "AT:3786912000"])
         .ok();
     let _: () = s.con().set_ex("t-work-A-j:A", "tag", 30).unwrap();
     let out = bike(&s, d.path()).args(["tell", "j:A"]).ok();
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["schedule"], "STOP");
-    assert_eq!(v["next_run"], 1_893_456_000);
-    assert_eq!(v["next_run_utc"], "2030-01-01T00:00:00Z");
+    assert_eq!(v["next_run"], 3_786_912_000_i64);
+    assert_eq!(v["next_run_utc"], "2090-01-01T00:00:00Z");
     assert_eq!(v["working"], true);
     assert_eq!(v["queue"], "A");
     assert_eq!(v["queued"], false);

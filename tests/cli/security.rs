@@ -234,7 +234,7 @@ fn acl_user_limited_to_its_prefix_runs_everything() {
     let csv = path(&d, "jobs.csv");
     std::fs::write(
         &csv,
-        "l1:B,STOP\r\nl2:C,AT:2030-01-01T00:00:00Z\r\nl3:A,CONTINUE\r\n",
+        "l1:B,STOP\r\nl2:C,AT:2090-01-01T00:00:00Z\r\nl3:A,CONTINUE\r\n",
     )
     .unwrap();
     // A key of another prefix, which the user must not be able to touch.

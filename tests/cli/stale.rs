@@ -65,9 +65,11 @@ fn deadline(s: &RedisServer, job: &str) -> Option<i64> {
 #[test]
 fn a_job_whose_worker_stops_goes_stale_and_comes_back() {
     let (s, d) = setup("[redbike]\n[redbike.stale]\nA = 3\n");
-    run(&s, d.path(), &["set", "j:A", "FREQ=SECONDLY"]);
+    // Started first: `set` starts the job's 3 s, which a slow start of both on a
+    // loaded machine could use up before the first success (one `stale` more).
     let disp = start(&s, d.path(), &["dispatch"]);
     let work = start(&s, d.path(), &["work", "A", "--", "true"]);
+    run(&s, d.path(), &["set", "j:A", "FREQ=SECONDLY"]);
     assert!(
         wait_until(20.0, || deadline(&s, "j:A").is_some()),
         "a success writes the deadline"
