@@ -207,11 +207,17 @@ impl Pool {
             }
             // The job went (handed back, or taken by another slot): so does its permit.
             permit = None;
-            let since = *idle_since.get_or_insert_with(Instant::now);
-            if since.elapsed() >= self.idle_exit && state.live > 1 {
-                state.live -= 1;
-                state.vacated.push(slot);
-                return None;
+            let mut since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= self.idle_exit {
+                if state.live > 1 {
+                    state.live -= 1;
+                    state.vacated.push(slot);
+                    return None;
+                }
+                // The last thread stays, and waits a whole period again (not a wait
+                // of nothing, over and over).
+                since = Instant::now();
+                idle_since = Some(since);
             }
             state.idle += 1;
             let left = self.idle_exit.saturating_sub(since.elapsed());

@@ -60,7 +60,16 @@ impl Slots {
         let needed = (state.running.len() + state.ready.len()).min(self.most);
         while state.live < needed {
             let slot = state.vacated.pop().unwrap_or(self.handles.len());
-            let handle = self.spawn(slot)?;
+            let handle = match self.spawn(slot) {
+                Ok(handle) => handle,
+                Err(e) => {
+                    // The slot stays free for the next try.
+                    if slot < self.handles.len() {
+                        state.vacated.push(slot);
+                    }
+                    return Err(e);
+                }
+            };
             // The thread leaving that slot returned from its last take already.
             match self.handles.get_mut(slot) {
                 Some(old) => {

@@ -462,16 +462,30 @@ fn no_thread_of_a_worker_takes_sigchld() {
     assert!(threads.iter().all(|(_, blocked)| *blocked), "{threads:?}");
 }
 
-/// The worker's threads that run jobs (`slot-N`).
-fn slot_threads(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|tasks| {
-            tasks
-                .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-                .filter(|name| name.starts_with("slot-"))
-                .count()
+/// The worker's threads that run jobs (`slot-N`): their CPU time in clock ticks (user
+/// and system, from `/proc/PID/task/TID/stat`), one a thread.
+fn slot_thread_ticks(pid: u32) -> Vec<u64> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| {
+            let stat = std::fs::read_to_string(t.ok()?.path().join("stat")).ok()?;
+            // "TID (NAME) STATE ...": after the name, utime and stime are the 12th and
+            // 13th fields.
+            let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let fields: Vec<&str> = rest.split(' ').collect();
+            let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+            name.starts_with("slot-")
+                .then(|| Some(ticks(11)? + ticks(12)?))
+                .flatten()
         })
-        .unwrap_or(0)
+        .collect()
+}
+
+/// How many of those there are.
+fn slot_threads(pid: u32) -> usize {
+    slot_thread_ticks(pid).len()
 }
 
 /// Slot threads start as jobs come and leave after idling a while (shortened here by
@@ -506,6 +520,13 @@ fn idle_slot_threads_leave_and_come_back_with_work() {
         "{}",
         slot_threads(pid)
     );
+    // The one left waits for work without spinning: past its idle exit (1 s), it uses
+    // next to no CPU (waits of nothing over and over took 14 ticks in 2 s here).
+    std::thread::sleep(Duration::from_millis(1500));
+    let before: u64 = slot_thread_ticks(pid).iter().sum();
+    std::thread::sleep(Duration::from_secs(2));
+    let after: u64 = slot_thread_ticks(pid).iter().sum();
+    assert!(after - before < 5, "{before} -> {after} ticks");
     batch(4);
     assert!(t.wait_runs(8));
     assert!(
