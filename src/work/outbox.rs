@@ -328,7 +328,14 @@ fn finish_results(
             let results = items
                 .into_iter()
                 .map(|v| {
-                    redis::from_redis_value::<Vec<Option<String>>>(v)
+                    // A word, or a list of them ("changed" and "odd" say more).
+                    let words = match v {
+                        Value::BulkString(_) | Value::SimpleString(_) => {
+                            redis::from_redis_value::<String>(v).map(|w| vec![Some(w)])
+                        }
+                        v => redis::from_redis_value::<Vec<Option<String>>>(v),
+                    };
+                    words
                         .map_err(Into::into)
                         .and_then(|words| FinishReply::parse(&words))
                 })

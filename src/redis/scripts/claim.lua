@@ -48,11 +48,10 @@ local FIXED_KEYS, FIXED_ARGS, OUT = 9, 5, 6
 local pairs_count = (#KEYS - FIXED_KEYS) / 3
 local due_key, paused_key, paused_queues_key, rerun_key, attempts_key =
   KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
--- Where field `f` (1: job id, 2: schedule, 3: pair, 4: status, 5: due, 6: attempts) of the `t`th
--- job claimed goes in the reply.
-local function at(t, f)
-  return OUT * (t - 1) + 4 + f
-end
+-- The `t`th job claimed has the fields b + 1 .. b + OUT of the reply, b = OUT * (t - 1)
+-- + 4: 1 job id, 2 schedule, 3 pair, 4 status, 5 due, 6 attempts. (Worked out in
+-- place, not by a helper: a Lua function call costs Redis as much as a dozen table
+-- writes, and this is the per-job path.)
 -- An INCRBY failing after a pop would lose the popped job: the counter must hold a
 -- whole number well below 2^53 (or be missing). The pauses, markers and fields looked
 -- up below are mostly all missing: one EXISTS says so (wrong_type_rare).
@@ -142,6 +141,8 @@ end
 -- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
 deferred_statuses = batch and {} or nil
+-- Every job's status from here on (a batch's, written in one HSET: one string for all).
+local working = "WRK:" .. now
 local out, popped = {false, false, skipped, string.format("%.6f", clock)}, {}
 local indexed, ids = batch and {} or nil, batch and {} or nil
 local taken, misses = 0, 0
@@ -151,6 +152,9 @@ while taken < n and misses < #cycle do
   -- The positions of the cycle from here that name this same queue (all of them for
   -- a single queue), up to the jobs still wanted: one pop serves them all.
   local run = 1
+  if #cycle == 1 then
+    run = math.max(1, n - taken)
+  end
   while run < n - taken and cycle[(cursor + run) % #cycle + 1] == pair do
     run = run + 1
   end
@@ -191,28 +195,34 @@ while taken < n and misses < #cycle do
   end
   for _, jobid in ipairs(jobs) do
     taken = taken + 1
-    local tag = ARGV[FIXED_ARGS + pairs_count + taken]
-      .. string.format("%016d", first_token + taken - 1)
-    redis.call("SET", queue .. "-" .. jobid, tag, "EX", ARGV[FIXED_ARGS + pair])
-    later(popped[pair], "SREM", KEYS[FIXED_KEYS - 1 + 3 * pair], jobid)
-    later(indexed, "ZADD", KEYS[3], recover_at, jobid)
-    out[at(taken, 1)] = jobid
-    out[at(taken, 4)], out[at(taken, 5)], out[at(taken, 6)] = false, false, false
+    local b = OUT * (taken - 1) + 4
+    redis.call("SET", queue .. "-" .. jobid, string.format("%s%016d",
+      ARGV[FIXED_ARGS + pairs_count + taken], first_token + taken - 1),
+      "EX", ARGV[FIXED_ARGS + pair])
+    out[b + 1] = jobid
     if batch then
+      -- Its schedule, status, due and attempts fields are read below for the whole
+      -- batch; its removal from the members set, running index entry and WRK status
+      -- written there too.
+      out[b + 2], out[b + 3], out[b + 4], out[b + 5], out[b + 6] =
+        false, pair, false, false, false
       ids[taken] = jobid
-      out[at(taken, 2)] = false -- its schedule, read below for the whole batch
+      local removed = popped[pair]
+      removed[#removed + 1] = jobid
+      indexed[2 * taken - 1], indexed[2 * taken] = recover_at, jobid
+      local d = deferred_statuses -- (after any PAU statuses of this batch)
+      local m = #d
+      d[m + 1], d[m + 2] = jobid, working
     else
-      out[at(taken, 2)] = redis.call("HGET", KEYS[2], jobid)
-      out[at(taken, 4)] = redis.call("HGET", KEYS[1], jobid)
-      if read_due then
-        out[at(taken, 5)] = redis.call("HGET", due_key, jobid)
-      end
-      if read_attempts then
-        out[at(taken, 6)] = redis.call("HGET", attempts_key, jobid)
-      end
+      redis.call("SREM", KEYS[FIXED_KEYS - 1 + 3 * pair], jobid)
+      redis.call("ZADD", KEYS[3], recover_at, jobid)
+      out[b + 2] = redis.call("HGET", KEYS[2], jobid)
+      out[b + 3] = pair
+      out[b + 4] = redis.call("HGET", KEYS[1], jobid)
+      out[b + 5] = read_due and redis.call("HGET", due_key, jobid) or false
+      out[b + 6] = read_attempts and redis.call("HGET", attempts_key, jobid) or false
+      set_status(KEYS[1], jobid, "WRK", now)
     end
-    set_status(KEYS[1], jobid, "WRK", now)
-    out[at(taken, 3)] = pair
   end
   -- Misses: the positions since the last job taken (the queue is empty after a
   -- short pop). A whole cycle of them and every queue is empty.
@@ -230,22 +240,20 @@ if batch and taken > 0 then
   end
   chunked("ZADD", KEYS[3], indexed)
   -- Before the WRK statuses are written over them.
-  for i, status in ipairs(chunked("HMGET", KEYS[1], ids)) do
-    out[at(i, 4)] = status
-  end
-  if read_due then
-    for i, d in ipairs(chunked("HMGET", due_key, ids)) do
-      out[at(i, 5)] = d
-    end
-  end
-  if read_attempts then
-    for i, a in ipairs(chunked("HMGET", attempts_key, ids)) do
-      out[at(i, 6)] = a
-    end
-  end
+  local statuses = chunked("HMGET", KEYS[1], ids)
+  local dues = read_due and chunked("HMGET", due_key, ids)
+  local attempts = read_attempts and chunked("HMGET", attempts_key, ids)
   flush_statuses(KEYS[1])
-  for i, schedule in ipairs(chunked("HMGET", KEYS[2], ids)) do
-    out[at(i, 2)] = schedule
+  local schedules = chunked("HMGET", KEYS[2], ids)
+  for i = 1, taken do
+    local b = OUT * (i - 1) + 4
+    out[b + 2], out[b + 4] = schedules[i], statuses[i]
+    if dues then
+      out[b + 5] = dues[i]
+    end
+    if attempts then
+      out[b + 6] = attempts[i]
+    end
   end
 end
 out[1] = cursor % #cycle

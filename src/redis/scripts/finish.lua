@@ -57,7 +57,7 @@
 --       schedule whose run did not end by itself, see oneoff_action), due, now,
 --       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
 --       timeline wake channel, history entry ("" = none), its kind ("f" a failure of
---       the job, "o" another failure, for the recent failures only, "" other), the run's start on Redis's clock (from claim.lua; "" = unknown),
+--       the job, "o" another failure, for the recent failures only, "" other), the run's start on Redis's clock (from claim.lua; "" or not a number = unknown),
 --       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write),
 --       whether its queue has a fleet-wide limit (flag: its end wakes the workers
 --       waiting for room in it while jobs wait there), its staleness ("" not a
@@ -69,9 +69,9 @@
 --       in the stream ("0": none written)
 -- Returns one reply per job, then the length of the unfiled runs (0 when this call
 -- wrote none): {"changed", current schedule or false} when the schedule
--- is not the one the caller decided on (the caller decides again), {"stale"} when
+-- is not the one the caller decided on (the caller decides again), "stale" when
 -- another worker holds the job, {"odd", error} when its queue's keys hold other types
--- (nothing is written for it; the other jobs are recorded), else {result}.
+-- (nothing is written for it; the other jobs are recorded), else the result's word.
 
 -- The one place that knows the layout of KEYS and ARGV.
 local FIXED, KS, AS = 18, 5, 17
@@ -302,11 +302,11 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
   if lease ~= tag then
     if lease or redis.call("SISMEMBER", k.members, jobid) == 1
         or redis.call("ZSCORE", k.timeline, jobid) then
-      return {"stale"}
+      return "stale"
     end
   end
   if mode ~= "unset" and (current or "\0") ~= expected then
-    return {"changed", current}
+    return "changed", current
   end
   if action == "oneoff" then
     action = oneoff_action(k.statuses, jobid)
@@ -315,11 +315,20 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     end
   end
   -- From here on the job has no lease (in a batch, ours goes in the DEL at the end).
-  if lease == tag then
-    later(gone, "DEL", false, k.lease)
+  -- (`later`'s work, written out: this is the per-job path, where a Lua function call
+  -- costs Redis more than the rest of the step.)
+  if lease ~= tag then
+  elseif gone then
+    gone[#gone + 1] = k.lease
+  else
+    redis.call("DEL", k.lease)
   end
   k.lease_gone = true
-  later(done, "ZREM", k.leases, jobid)
+  if done then
+    done[#done + 1] = jobid
+  else
+    redis.call("ZREM", k.leases, jobid)
+  end
   if any_kill then
     redis.call("HDEL", k.kill, jobid)
   end
@@ -336,17 +345,20 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
       drop_backlog(k.backlogs, k.backlog, jobid)
     end
     forget_staleness(k, jobid)
-    return {"unset"}
+    return "unset"
   end
-  note_attempts(k, jobid, attempts, mode == "place" and action ~= "stop")
+  if attempts ~= "" or any_attempts then
+    note_attempts(k, jobid, attempts, mode == "place" and action ~= "stop")
+  end
   if failure ~= "" then
     redis.call("HSET", k.failures, jobid, failure .. ":" .. now)
     set_status(k.statuses, jobid, failure, now)
   end
   local paused = any_paused and redis.call("HEXISTS", k.paused, jobid) == 1
   local marker = any_rerun and redis.call("HGET", k.rerun, jobid)
-  local again = mode == "place" and marker and started ~= ""
-    and tonumber(started) < (tonumber(marker) or 0)
+  -- (A start that is not a number, which claim.lua never gives, counts as unknown.)
+  local again = mode == "place" and marker and (tonumber(started) or math.huge)
+    < (tonumber(marker) or 0)
   -- A paused job asked to run keeps its marker: it lets our claim run it (claim.lua).
   if marker and not (again and paused) then
     redis.call("HDEL", k.rerun, jobid)
@@ -360,10 +372,10 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     later(stores, "HSET", k.schedules, jobid, store)
   end
   if mode == "hold" then
-    return {"held"}
+    return "held"
   elseif mode == "bad" then
     set_status(k.statuses, jobid, "BAD", now)
-    return {"bad"}
+    return "bad"
   end
   if again then
     action = "enqueue"
@@ -371,7 +383,7 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     if failure == "" then
       set_status(k.statuses, jobid, "PAU", now)
     end
-    return {"paused"}
+    return "paused"
   end
   -- A run of the backlog next (a retry or a rerun goes first).
   if any_backlog and not again and attempts == ""
@@ -383,11 +395,11 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
       if result ~= "enqueued" then
         -- Queued already (by someone else meanwhile): that run goes first.
         redis.call("LPUSH", k.backlog, instant)
-        return {result}
+        return result
       end
       redis.pcall("HSET", k.due, jobid, instant .. ":" .. now)
       wake(queue_wake, "1")
-      return {result}
+      return result
     elseif resume then
       action, due = "timeline", string.format("%d", resume)
     end
@@ -398,7 +410,7 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     if failure == "" then
       set_status(k.statuses, jobid, "STP", now)
     end
-    return {"stopped"}
+    return "stopped"
   end
   local result = place(k, jobid, action, due, now, "", "")
   if result == "enqueued" then
@@ -412,28 +424,29 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
     -- Keep the failure visible in the status until the next step of the job.
     set_status(k.statuses, jobid, failure, now)
   end
-  return {result}
+  return result
 end
 
--- place_back, then the history entry (none while the caller must decide again).
+-- place_back, then the history entry (none while the caller must decide again). The
+-- reply: the word, or {"changed", schedule} (a word costs Redis less than a table).
 local function finish(k, lease, current, a)
-  local mode = ARGV[a + 4]
-  local out = place_back(k, lease, current, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], mode,
-    ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 10],
-    ARGV[a + 11], ARGV[a + 14], ARGV[a + 15])
-  if out[1] ~= "changed" then
-    record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], out[1] == "unset", lease ~= ARGV[a + 2])
+  local word, schedule = place_back(k, lease, current, ARGV[a + 1], ARGV[a + 2],
+    ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8],
+    ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], ARGV[a + 14], ARGV[a + 15])
+  if word == "changed" then
+    return {word, schedule}
   end
-  local word = out[1]
-  if ARGV[a + 17] ~= "" and word ~= "stale" and word ~= "changed" and word ~= "unset"
+  record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], word == "unset", lease ~= ARGV[a + 2])
+  local fresh = ARGV[a + 17]
+  -- (A success without a deadline changes nothing while no job is stale.)
+  if fresh ~= "" and (fresh ~= "+" or any_stale) and word ~= "stale" and word ~= "unset"
       and word ~= "held" and word ~= "bad" then
-    freshen(k, ARGV[a + 1], ARGV[a + 17])
+    freshen(k, ARGV[a + 1], fresh)
   end
-  if ARGV[a + 16] == "1" and out[1] ~= "stale" and out[1] ~= "changed"
-      and redis.call("LLEN", k.queue) > 0 then
+  if ARGV[a + 16] == "1" and word ~= "stale" and redis.call("LLEN", k.queue) > 0 then
     wake(ARGV[a + 10], "1")
   end
-  return out
+  return word
 end
 
 -- Everything that could fail, for every job, before the first write. (Leases are read
@@ -449,12 +462,16 @@ local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[
   or wrong_type_rare({KEYS[10], "hash", KEYS[11], "hash", KEYS[13], "hash", KEYS[14], "any",
     KEYS[15], "any", KEYS[18], "any"}, seen)
 local odd, odd_queues = {}, {}
+-- A batch reads all leases and schedules up front, in one call each (their keys and
+-- job ids gathered here).
+local lease_keys, ids = batch and {} or nil, batch and {} or nil
 for i = 0, jobs - 1 do
   local a = AS * i
+  if batch then
+    lease_keys[i + 1], ids[i + 1] = KEYS[FIXED + 3 + KS * i], ARGV[a + 1]
+  end
   bad = bad or ((ARGV[a + 5] == "timeline" or ARGV[a + 5] == "oneoff")
     and bad_number(ARGV[a + 6], 0, MAX_UNIX, "due time"))
-    or (ARGV[a + 14] ~= "" and not tonumber(ARGV[a + 14])
-      and redis.error_reply("ERR run start " .. ARGV[a + 14] .. " is not a number"))
     or (ARGV[a + 17] ~= "" and ARGV[a + 17] ~= "+"
       and bad_number(ARGV[a + 17], 0, MAX_UNIX, "deadline"))
   -- Once per queue (its members set goes with it), not per job.
@@ -483,14 +500,8 @@ any_kill = seen[KEYS[14]] == "hash"
 any_backlog = seen[KEYS[15]] == "hash"
 any_stale = seen[KEYS[18]] == "hash"
 
--- A batch reads all leases and schedules up front, in one call each.
 local leases, schedules = nil, nil
 if batch then
-  local lease_keys, ids = {}, {}
-  for i = 1, jobs do
-    lease_keys[i] = KEYS[FIXED + 3 + KS * (i - 1)]
-    ids[i] = ARGV[AS * (i - 1) + 1]
-  end
   leases = chunked("MGET", false, lease_keys)
   schedules = chunked("HMGET", KEYS[1], ids)
 end
