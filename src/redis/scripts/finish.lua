@@ -436,7 +436,9 @@ local function finish(k, lease, current, a)
   if word == "changed" then
     return {word, schedule}
   end
-  record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], word == "unset", lease ~= ARGV[a + 2])
+  if ARGV[a + 12] ~= "" then
+    record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], word == "unset", lease ~= ARGV[a + 2])
+  end
   local fresh = ARGV[a + 17]
   -- (A success without a deadline changes nothing while no job is stale.)
   if fresh ~= "" and (fresh ~= "+" or any_stale) and word ~= "stale" and word ~= "unset"
