@@ -18,8 +18,6 @@ import re
 import socket
 import sys
 
-mon, old, new, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-
 
 def shas(d):
     common = open(os.path.join(d, "common.lua"), "rb").read()
@@ -30,9 +28,6 @@ def shas(d):
     }
 
 
-o, n = shas(old), shas(new)
-mapping = {o[f]: n[f] for f in o if f in n}
-claim = o.get("claim.lua")
 ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "a": b"\a", "b": b"\b", '"': b'"', "\\": b"\\"}
 
 
@@ -62,11 +57,29 @@ def tokens(s):
     return out
 
 
-sock = socket.create_connection(("127.0.0.1", port))
-reader = sock.makefile("rb")
+SKIP = {b"SUBSCRIBE", b"PSUBSCRIBE", b"UNSUBSCRIBE", b"MONITOR", b"CLIENT", b"HELLO", b"SCRIPT", b"INFO"}
 
 
-def read():
+def captured(mon):
+    """The capture's commands of the worker, in order, as (arguments, the SET commands
+    its scripts ran); the SETs of a claim.lua call hold its lease tags."""
+    commands = []
+    for line in open(mon, encoding="latin-1").read().split("\n"):
+        m = re.match(r"[\d.]+ \[\d+ ([^\]]+)\] (.*)", line)
+        if not m:
+            continue
+        args = tokens(m.group(2))
+        if m.group(1) == "lua":
+            if args and args[0] == b"SET" and commands:
+                commands[-1][1].append(args[2])
+            continue
+        if not args or args[0] in SKIP or args[0].islower():
+            continue
+        commands.append((args, []))
+    return commands
+
+
+def read(reader):
     line = reader.readline()
     kind, rest = line[:1], line[1:-2]
     if kind in (b"+", b"-"):
@@ -78,40 +91,36 @@ def read():
         return None if size < 0 else reader.read(size + 2)[:-2]
     if kind == b"*":
         size = int(rest)
-        return None if size < 0 else [read() for _ in range(size)]
+        return None if size < 0 else [read(reader) for _ in range(size)]
     raise ValueError(line)
 
 
-def send(args):
+def send(sock, reader, args):
     sock.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
-    return read()
+    return read(reader)
 
 
-SKIP = {b"SUBSCRIBE", b"PSUBSCRIBE", b"UNSUBSCRIBE", b"MONITOR", b"CLIENT", b"HELLO", b"SCRIPT", b"INFO"}
-commands = []  # (is a claim, arguments, the lease tags the captured claim wrote)
-for line in open(mon, encoding="latin-1").read().split("\n"):
-    m = re.match(r"[\d.]+ \[\d+ ([^\]]+)\] (.*)", line)
-    if not m:
-        continue
-    args = tokens(m.group(2))
-    if m.group(1) == "lua":
-        if args and args[0] == b"SET" and commands and commands[-1][0]:
-            commands[-1][2].append(args[2])
-        continue
-    if not args or args[0] in SKIP or args[0].islower():
-        continue
-    is_claim = args[0] == b"EVALSHA" and args[1].decode() == claim
-    commands.append((is_claim, args, []))
+def main():
+    mon, old, new, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    o, n = shas(old), shas(new)
+    mapping = {o[f]: n[f] for f in o if f in n}
+    claim = o.get("claim.lua")
+    sock = socket.create_connection(("127.0.0.1", port))
+    reader = sock.makefile("rb")
+    tags, errors, commands = {}, 0, captured(mon)
+    for args, sets in commands:
+        is_claim = args[0] == b"EVALSHA" and args[1].decode() == claim
+        if args[0] == b"EVALSHA":
+            args[1] = mapping.get(args[1].decode(), args[1].decode()).encode()
+        reply = send(sock, reader, [tags.get(a, a) for a in args])
+        if isinstance(reply, bytes) and reply.startswith((b"ERR", b"NOSCRIPT", b"WRONGTYPE")):
+            errors += 1
+        if is_claim and sets and isinstance(reply, list) and isinstance(reply[1], int):
+            # A tag is 14 hex digits of the worker, then the token in 16 decimal digits.
+            for k, tag in enumerate(sets):
+                tags[tag] = tag[:14] + b"%016d" % (reply[1] + k)
+    print(f"replayed {len(commands)} commands, {errors} errors, {len(tags)} lease tags mapped")
 
-tags, errors = {}, 0
-for is_claim, args, captured in commands:
-    if args[0] == b"EVALSHA":
-        args[1] = mapping.get(args[1].decode(), args[1].decode()).encode()
-    reply = send([tags.get(a, a) for a in args])
-    if isinstance(reply, bytes) and reply.startswith((b"ERR", b"NOSCRIPT", b"WRONGTYPE")):
-        errors += 1
-    if is_claim and captured and isinstance(reply, list) and isinstance(reply[1], int):
-        # A tag is 14 hex digits of the worker, then the token in 16 decimal digits.
-        for k, tag in enumerate(captured):
-            tags[tag] = tag[:14] + b"%016d" % (reply[1] + k)
-print(f"replayed {len(commands)} commands, {errors} errors, {len(tags)} lease tags mapped")
+
+if __name__ == "__main__":
+    main()
