@@ -182,8 +182,16 @@ local function record(k, jobid, entry, kind, unset, again)
     return
   end
   if history then
-    if not record_history(k, jobid, entry, kind, unset, again) then
-      return
+    if unset or again or direct or kind ~= "" then
+      if not record_history(k, jobid, entry, kind, unset, again) then
+        return
+      end
+    else
+      -- record_history's usual case, written out (a call costs more than it does):
+      -- the entry waits unfiled.
+      unfiled = unfiled or {}
+      unfiled[#unfiled + 1] = entry
+      recorded = recorded + 1
     end
   end
   local streamed = events_kept ~= "0" and ((again and emitted(entry))
