@@ -437,24 +437,26 @@ end
 
 -- place_back, then the history entry (none while the caller must decide again). The
 -- reply: the word, or {"changed", schedule} (a word costs Redis less than a table).
-local function finish(k, lease, current, a)
-  local word, schedule = place_back(k, lease, current, ARGV[a + 1], ARGV[a + 2],
-    ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8],
-    ARGV[a + 9], ARGV[a + 10], ARGV[a + 11], ARGV[a + 14], ARGV[a + 15])
+-- After `current`: the job's AS arguments, in their order (one `unpack` of ARGV costs
+-- Lua less than reading them one by one).
+local function finish(k, lease, current, jobid, tag, expected, mode, action, due, now,
+                      store, failure, queue_wake, timeline_wake, entry, kind, started,
+                      attempts, limited, fresh)
+  local word, schedule = place_back(k, lease, current, jobid, tag, expected, mode,
+    action, due, now, store, failure, queue_wake, timeline_wake, started, attempts)
   if word == "changed" then
     return {word, schedule}
   end
-  if ARGV[a + 12] ~= "" then
-    record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], word == "unset", lease ~= ARGV[a + 2])
+  if entry ~= "" then
+    record(k, jobid, entry, kind, word == "unset", lease ~= tag)
   end
-  local fresh = ARGV[a + 17]
   -- (A success without a deadline changes nothing while no job is stale.)
   if fresh ~= "" and (fresh ~= "+" or any_stale) and word ~= "stale" and word ~= "unset"
       and word ~= "held" and word ~= "bad" then
-    freshen(k, ARGV[a + 1], fresh)
+    freshen(k, jobid, fresh)
   end
-  if ARGV[a + 16] == "1" and word ~= "stale" and redis.call("LLEN", k.queue) > 0 then
-    wake(ARGV[a + 10], "1")
+  if limited == "1" and word ~= "stale" and redis.call("LLEN", k.queue) > 0 then
+    wake(queue_wake, "1")
   end
   return word
 end
@@ -526,8 +528,7 @@ local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            fresh_until = KEYS[17], stale = KEYS[18]}
 for i = 0, jobs - 1 do
   local ki = FIXED + KS * i
-  k.queue, k.members, k.lease, k.history, k.backlog = KEYS[ki + 1], KEYS[ki + 2],
-    KEYS[ki + 3], KEYS[ki + 4], KEYS[ki + 5]
+  k.queue, k.members, k.lease, k.history, k.backlog = unpack(KEYS, ki + 1, ki + KS)
   k.lease_gone = false
   local a = AS * i
   if odd[i + 1] then
@@ -542,7 +543,7 @@ for i = 0, jobs - 1 do
       lease = redis.call("MGET", k.lease)[1]
       current = redis.call("HGET", k.schedules, ARGV[a + 1])
     end
-    out[i + 1] = finish(k, lease, current, a)
+    out[i + 1] = finish(k, lease, current, unpack(ARGV, a + 1, a + AS))
   end
 end
 if batch then
