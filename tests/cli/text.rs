@@ -364,6 +364,12 @@ fn a_prefix_that_lost_its_schedules_is_named_as_such() {
     let disp = rb(&t).args(["dispatch"]).spawn();
     let w = rb(&t).args(["work", "A", "--", "./slow.sh"]).spawn();
     assert!(t.wait_status("slow:A", "WRK"), "{}", stderr_of(&w));
+    // Both registered before Redis goes: a dispatcher still starting up would register
+    // in the Redis that came back, and rightly see nothing lost.
+    assert!(wait_until(10.0, || {
+        let ids: Vec<String> = t.s.con().smembers("t-procs").unwrap_or_default();
+        ids.len() == 2
+    }));
     // Redis comes back empty (no persistence) while the job runs.
     t.s.restart();
     let said = |c: &std::process::Child| {
