@@ -141,7 +141,8 @@ end
 -- are one call each (their lists, made only then: popped[pair], indexed, ids).
 local batch = n >= BATCH_FROM
 deferred_statuses = batch and {} or nil
--- Every job's status from here on (a batch's, written in one HSET: one string for all).
+-- The WRK status of every job this call claims (a batch's are written in one HSET at
+-- the end: one string for them all).
 local working = "WRK:" .. now
 local out, popped = {false, false, skipped, string.format("%.6f", clock)}, {}
 local indexed, ids = batch and {} or nil, batch and {} or nil

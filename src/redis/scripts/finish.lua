@@ -325,11 +325,12 @@ local function place_back(k, lease, current, jobid, tag, expected, mode, action,
   -- From here on the job has no lease (in a batch, ours goes in the DEL at the end).
   -- (`later`'s work, written out: this is the per-job path, where a Lua function call
   -- costs Redis more than the rest of the step.)
-  if lease ~= tag then
-  elseif gone then
-    gone[#gone + 1] = k.lease
-  else
-    redis.call("DEL", k.lease)
+  if lease == tag then
+    if gone then
+      gone[#gone + 1] = k.lease
+    else
+      redis.call("DEL", k.lease)
+    end
   end
   k.lease_gone = true
   if done then
