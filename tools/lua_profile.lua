@@ -87,9 +87,10 @@ redis = {call = call, pcall = call,
   error_reply = function(s) return {err = s} end,
   status_reply = function(s) return {ok = s} end}
 
--- finish.lua's layout: fixed keys, keys a job, arguments a job.
-local FIXED, KS, AS = read(scripts .. "/finish.lua"):match("local FIXED, KS, AS = (%d+), (%d+), (%d+)")
-FIXED, KS, AS = tonumber(FIXED), tonumber(KS), tonumber(AS)
+-- finish.lua's layout: fixed keys, keys a queue, arguments a job, arguments once.
+local FIXED, QK, AS, ONCE = read(scripts .. "/finish.lua")
+  :match("local FIXED, QK, AS, ONCE = (%d+), (%d+), (%d+), (%d+)")
+FIXED, QK, AS, ONCE = tonumber(FIXED), tonumber(QK), tonumber(AS), tonumber(ONCE)
 local counts, jobs = {}, 0
 local function hook()
   local info = debug.getinfo(2, "Sl")
@@ -100,9 +101,12 @@ end
 for _, c in ipairs(CALLS[which]) do
   KEYS, ARGV = c.keys, c.argv
   if which == "finish" then
-    local n = (#KEYS - FIXED) / KS
+    local queues = (#KEYS - FIXED) / QK
+    local n = (#ARGV - ONCE - 2 * queues) / AS
     for i = 0, n - 1 do
-      lease_of[KEYS[FIXED + 3 + KS * i]] = ARGV[AS * i + 2]
+      -- A job's lease key: its queue's key, "-" and its id.
+      local queue = KEYS[FIXED + QK * tonumber(ARGV[AS * i + 3]) - 1]
+      lease_of[queue .. "-" .. ARGV[AS * i + 1]] = ARGV[AS * i + 2]
     end
     jobs = jobs + n
   else

@@ -103,7 +103,8 @@ impl Claims {
                     cursor: self.cursor,
                     ttls: &cycle.ttls,
                     limits: &cycle.limits,
-                    tags: &tags,
+                    n,
+                    tag: worker_tag(),
                     recover_after,
                     now,
                 };

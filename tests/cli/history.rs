@@ -637,29 +637,23 @@ fn finish_once(s: &RedisServer, entry: &str, limit: &str) -> redis::Value {
         "t-stale",
         "t-work-A",
         "t-work-A-members",
-        "t-work-A-j:A",
-        "t-history-j:A",
-        "t-backlog-j:A",
     ] {
         inv.key(key);
     }
     for arg in [
         "j:A",
         "tag",
+        "1",
         "CONTINUE",
         "place",
         "enqueue",
         "0",
-        "1700000000",
         "",
         "",
-        "w",
-        "w",
         entry,
         "",
         "",
         "",
-        "0",
         "",
         limit,
         "1000",
@@ -667,6 +661,12 @@ fn finish_once(s: &RedisServer, entry: &str, limit: &str) -> redis::Value {
         "28333333",
         "",
         "10000",
+        "1700000000",
+        "w",
+        "t-history-",
+        "t-backlog-",
+        "w",
+        "0",
     ] {
         inv.arg(arg);
     }

@@ -345,7 +345,7 @@ fn calls() -> Vec<Call> {
                     MEMBERS,
                     ("t-work-A-A", "string"),
                 ],
-                &["1700000000", "1", "0", "1", "10", "30", "tag", "A", "0"],
+                &["1700000000", "1", "0", "1", "10", "tag", "30", "A", "0"],
             )
         },
         Call {
@@ -389,10 +389,9 @@ fn calls() -> Vec<Call> {
                 STALE.0,
                 QUEUE.0,
                 MEMBERS.0,
-                LEASE.0,
-                HISTORY.0,
-                BACKLOG.0,
             ],
+            // (Its lease, history and backlog keys are made from the queue's key and
+            // the prefixes among its arguments.)
             tolerant: vec![
                 HISTORY,
                 RECENT_RUNS,
@@ -416,20 +415,17 @@ fn calls() -> Vec<Call> {
                 &[
                     "j:A",
                     "tag",
+                    "1",
                     "CONTINUE",
                     "place",
                     "timeline",
                     "1800000000",
-                    "1700000000",
                     "",
                     "DIE",
-                    "w",
-                    "w",
                     "{}",
                     "f",
                     "",
                     "",
-                    "0",
                     "1800000100",
                     "20",
                     "1000",
@@ -437,6 +433,12 @@ fn calls() -> Vec<Call> {
                     "28333333",
                     "0",
                     "10000",
+                    "1700000000",
+                    "w",
+                    "t-history-",
+                    "t-backlog-",
+                    "w",
+                    "0",
                 ],
             )
         },
@@ -672,17 +674,17 @@ fn scripts_refuse_numbers_out_of_range_before_writing() {
     let calls = calls();
     let by = |name: &str| calls.iter().find(|c| c.name == name).unwrap();
     for (name, index, value, says) in [
-        ("claim", 5, "10000000000000000", "lease time"),
-        ("claim", 5, "0", "lease time"),
+        ("claim", 6, "10000000000000000", "lease time"),
+        ("claim", 6, "0", "lease time"),
         ("claim", 8, "1000001", "queue limit"),
         ("claim", 4, "x", "recovery delay"),
         ("place", 3, "1e400", "due time"),
         ("place_many", 5, "-1", "due time"),
         ("place", 9, "-5", "deadline"),
         ("place_many", 8, "x", "deadline"),
-        ("finish", 16, "-1", "deadline"),
-        ("finish", 22, "-1", "events kept"),
-        ("finish", 5, "99999999999999999", "due time"),
+        ("finish", 13, "-1", "deadline"),
+        ("finish", 19, "-1", "events kept"),
+        ("finish", 6, "99999999999999999", "due time"),
         ("backfill", 13, "-1", "due instant"),
     ] {
         let mut c = Call {

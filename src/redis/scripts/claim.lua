@@ -26,7 +26,8 @@
 --       the job named as the queue (a job id without ':'), which is checked, with all
 --       the others, before the first write
 -- ARGV: now, n, cursor (0-based), cycle (comma-separated 1-based pair numbers),
---       recover-after delay (seconds), then one lease TTL per pair, then n tag prefixes, then one queue name per pair,
+--       recover-after delay (seconds), the worker's tag (the first 14 hex digits of
+--       each lease tag), then one lease TTL per pair, then one queue name per pair,
 --       then one limit per pair (0: none)
 -- A queue whose keys hold other types is skipped (its positions in the cycle claim
 -- nothing), as dispatch.lua does: the other queues go on. A paused queue (`pause
@@ -44,7 +45,7 @@ for p in string.gmatch(ARGV[4], "[^,]+") do
   cycle[#cycle + 1] = tonumber(p)
 end
 -- The one place that knows the layout of KEYS and ARGV, and of the reply per job.
-local FIXED_KEYS, FIXED_ARGS, OUT = 9, 5, 6
+local FIXED_KEYS, FIXED_ARGS, OUT = 9, 6, 6
 local pairs_count = (#KEYS - FIXED_KEYS) / 3
 local due_key, paused_key, paused_queues_key, rerun_key, attempts_key =
   KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
@@ -68,7 +69,7 @@ local bad = (type(counter) == "table" and wrong_type({KEYS[4], "string"}))
 local odd, skipped, lengths = {}, {}, {}
 for pair = 1, pairs_count do
   bad = bad or bad_number(ARGV[FIXED_ARGS + pair], 1, MAX_TTL, "lease time")
-    or bad_number(ARGV[FIXED_ARGS + 2 * pairs_count + n + pair], 0, 1000000, "queue limit")
+    or bad_number(ARGV[FIXED_ARGS + 2 * pairs_count + pair], 0, 1000000, "queue limit")
   local i = FIXED_KEYS - 2 + 3 * pair
   local length = redis.pcall("LLEN", KEYS[i])
   local e
@@ -101,7 +102,7 @@ local read_attempts = seen[attempts_key] == "hash"
 -- only while some job is paused.
 local names = {}
 for pair = 1, pairs_count do
-  names[pair] = ARGV[FIXED_ARGS + pairs_count + n + pair]
+  names[pair] = ARGV[FIXED_ARGS + pairs_count + pair]
 end
 local held = {}
 if seen[paused_queues_key] == "hash" then
@@ -112,7 +113,7 @@ local any_paused = seen[paused_key] == "hash"
 -- each running job's id after the last ':', or the whole id, names its queue).
 local room, limited = {}, {}
 for pair = 1, pairs_count do
-  local limit = tonumber(ARGV[FIXED_ARGS + 2 * pairs_count + n + pair])
+  local limit = tonumber(ARGV[FIXED_ARGS + 2 * pairs_count + pair])
   if limit > 0 then
     room[pair] = limit
     limited[names[pair]] = pair
@@ -197,8 +198,8 @@ while taken < n and misses < #cycle do
   for _, jobid in ipairs(jobs) do
     taken = taken + 1
     local b = OUT * (taken - 1) + 4
-    redis.call("SET", queue .. "-" .. jobid, string.format("%s%016d",
-      ARGV[FIXED_ARGS + pairs_count + taken], first_token + taken - 1),
+    redis.call("SET", queue .. "-" .. jobid, string.format("%s%016d", ARGV[6],
+      first_token + taken - 1),
       "EX", ARGV[FIXED_ARGS + pair])
     out[b + 1] = jobid
     if batch then

@@ -50,23 +50,29 @@
 -- An unset job leaves both.
 -- KEYS (FIXED of them): schedules, statuses, timeline, failures, leases, recent runs,
 --       recent failures, runs per minute, due, paused, rerun, unfiled runs, attempts,
---       kill, backlogs, events, fresh-until, stale; then per job (KS each):
---       queue, members, lease, history, backlog
--- ARGV per job (AS each): jobid, tag, expected schedule ("\0" = none), mode
---       (place|unset|hold|bad), action (enqueue|timeline|stop, or oneoff: a STOP
---       schedule whose run did not end by itself, see oneoff_action), due, now,
---       schedule to store ("" = keep), failure event ("" = none), queue wake channel,
---       timeline wake channel, history entry ("" = none), its kind ("f" a failure of
---       the job, "o" another failure, for the recent failures only, "" other), the run's start on Redis's clock (from claim.lua; "" or not a number = unknown),
---       its attempts field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write),
---       whether its queue has a fleet-wide limit (flag: its end wakes the workers
---       waiting for room in it while jobs wait there), its staleness ("" not a
---       success; "+" a success without a deadline; else a success and the unix second
---       by which it must succeed again)
---       then, once: history limit per job, recent runs kept, recent failures kept,
---       the minute of now (unix seconds / 60), whether to write entries to their
---       jobs' lists at once, else to the unfiled runs (flag: "1" or "0"), events kept
---       in the stream ("0": none written)
+--       kill, backlogs, events, fresh-until, stale; then per queue of the jobs (QK
+--       each): queue, members
+-- ARGV per job (AS each): jobid, tag, its queue (the number of its queue's keys,
+--       from 1), expected schedule ("\0" = none), mode (place|unset|hold|bad), action
+--       (enqueue|timeline|stop, or oneoff: a STOP schedule whose run did not end by
+--       itself, see oneoff_action), due, schedule to store ("" = keep), failure event
+--       ("" = none), history entry ("" = none), its kind ("f" a failure of the job, "o"
+--       another failure, for the recent failures only, "" other), the run's start on
+--       Redis's clock (from claim.lua; "" or not a number = unknown), its attempts
+--       field ("=" keep, "" clear, else ATTEMPT:DUE:AT to write), its staleness (""
+--       not a success; "+" a success without a deadline; else a success and the unix
+--       second by which it must succeed again)
+--       then, once (ONCE of them): history limit per job, recent runs kept, recent
+--       failures kept, the minute of now (unix seconds / 60), whether to write entries
+--       to their jobs' lists at once, else to the unfiled runs (flag: "1" or "0"),
+--       events kept in the stream ("0": none written), now, the timeline's wake
+--       channel, the start of every job's history key and of its backlog key (the
+--       job id completes each)
+--       then per queue: its wake channel, whether it has a fleet-wide limit (flag:
+--       its jobs' ends wake the workers waiting for room in it while jobs wait there)
+-- A job's lease key is its queue's key, "-" and its id, as claim.lua makes it. (Values
+-- shared by jobs are sent once, and keys made here rather than sent: each argument
+-- costs Redis about a thousand instructions to parse and hand to Lua.)
 -- Returns one reply per job, then the length of the unfiled runs (0 when this call
 -- wrote none): {"changed", current schedule or false} when the schedule
 -- is not the one the caller decided on (the caller decides again), "stale" when
@@ -74,13 +80,24 @@
 -- (nothing is written for it; the other jobs are recorded), else the result's word.
 
 -- The one place that knows the layout of KEYS and ARGV.
-local FIXED, KS, AS = 18, 5, 17
-local jobs = (#KEYS - FIXED) / KS
-local limit = tonumber(ARGV[AS * jobs + 1])
-local keep_runs, keep_failures = ARGV[AS * jobs + 2], ARGV[AS * jobs + 3]
-local minute = ARGV[AS * jobs + 4]
-local direct = ARGV[AS * jobs + 5] == "1"
-local events_kept = ARGV[AS * jobs + 6]
+local FIXED, QK, AS, ONCE = 18, 2, 14, 10
+local queues = (#KEYS - FIXED) / QK
+local jobs = (#ARGV - ONCE - 2 * queues) / AS
+local o = AS * jobs
+local limit = tonumber(ARGV[o + 1])
+local keep_runs, keep_failures = ARGV[o + 2], ARGV[o + 3]
+local minute = ARGV[o + 4]
+local direct = ARGV[o + 5] == "1"
+local events_kept = ARGV[o + 6]
+local now, timeline_wake = ARGV[o + 7], ARGV[o + 8]
+local history_prefix, backlog_prefix = ARGV[o + 9], ARGV[o + 10]
+-- Each queue's keys, wake channel and limit flag, by its number as the jobs give it.
+local queue_key, members_key, queue_wake_of, limited_of = {}, {}, {}, {}
+for q = 1, queues do
+  local n = tostring(q)
+  queue_key[n], members_key[n] = KEYS[FIXED + QK * q - 1], KEYS[FIXED + QK * q]
+  queue_wake_of[n], limited_of[n] = ARGV[o + ONCE + 2 * q - 1], ARGV[o + ONCE + 2 * q]
+end
 local history = limit ~= 0
 local batch = jobs >= BATCH_FROM
 -- In a batch, written at the end in one call each: leases to delete, jobs leaving the
@@ -149,18 +166,19 @@ end
 -- written again).
 local function record_history(k, jobid, entry, kind, unset, again)
   if unset then
-    drop_history(k.history)
+    drop_history(history_prefix .. jobid)
     redis.pcall("HDEL", k.due, jobid)
   else
     -- From the tail, where a resent entry was appended moments ago.
     if again and (type(redis.pcall("LPOS", k.unfiled, entry, "RANK", -1)) == "number"
-        or redis.pcall("LINDEX", k.history, 0) == entry) then
+        or redis.pcall("LINDEX", history_prefix .. jobid, 0) == entry) then
       return false
     end
     if direct then
-      local n = redis.pcall("LPUSH", k.history, entry)
+      local key = history_prefix .. jobid
+      local n = redis.pcall("LPUSH", key, entry)
       if type(n) == "number" and n > limit then
-        redis.call("LTRIM", k.history, 0, limit - 1)
+        redis.call("LTRIM", key, 0, limit - 1)
       end
     else
       unfiled = unfiled or {}
@@ -305,8 +323,7 @@ local function note_attempts(k, jobid, attempts, placed)
 end
 
 local function place_back(k, lease, current, jobid, tag, expected, mode, action, due,
-                          now, store, failure, queue_wake, timeline_wake, started,
-                          attempts)
+                          store, failure, queue_wake, started, attempts)
   if lease ~= tag then
     if lease or redis.call("SISMEMBER", k.members, jobid) == 1
         or redis.call("ZSCORE", k.timeline, jobid) then
@@ -440,11 +457,11 @@ end
 -- reply: the word, or {"changed", schedule} (a word costs Redis less than a table).
 -- After `current`: the job's AS arguments, in their order (one `unpack` of ARGV costs
 -- Lua less than reading them one by one).
-local function finish(k, lease, current, jobid, tag, expected, mode, action, due, now,
-                      store, failure, queue_wake, timeline_wake, entry, kind, started,
-                      attempts, limited, fresh)
+local function finish(k, lease, current, jobid, tag, q, expected, mode, action, due,
+                      store, failure, entry, kind, started, attempts, fresh)
+  local queue_wake = queue_wake_of[q]
   local word, schedule = place_back(k, lease, current, jobid, tag, expected, mode,
-    action, due, now, store, failure, queue_wake, timeline_wake, started, attempts)
+    action, due, store, failure, queue_wake, started, attempts)
   if word == "changed" then
     return {word, schedule}
   end
@@ -456,7 +473,7 @@ local function finish(k, lease, current, jobid, tag, expected, mode, action, due
       and word ~= "held" and word ~= "bad" then
     freshen(k, jobid, fresh)
   end
-  if limited == "1" and word ~= "stale" and redis.call("LLEN", k.queue) > 0 then
+  if limited_of[q] == "1" and word ~= "stale" and redis.call("LLEN", k.queue) > 0 then
     wake(queue_wake, "1")
   end
   return word
@@ -474,27 +491,27 @@ local bad = wrong_type({KEYS[1], "hash", KEYS[2], "hash", KEYS[3], "zset", KEYS[
   -- outcome: it is left alone.
   or wrong_type_rare({KEYS[10], "hash", KEYS[11], "hash", KEYS[13], "hash", KEYS[14], "any",
     KEYS[15], "any", KEYS[18], "any"}, seen)
-local odd, odd_queues = {}, {}
+-- Once per queue (its members set goes with it), not per job.
+local odd_queue = {}
+for q = 1, queues do
+  local n = tostring(q)
+  odd_queue[n] = wrong_type({queue_key[n], "list", members_key[n], "set"}, seen)
+end
 -- A batch reads all leases and schedules up front, in one call each (their keys and
 -- job ids gathered here).
 local lease_keys, ids = batch and {} or nil, batch and {} or nil
 for i = 0, jobs - 1 do
   local a = AS * i
-  if batch then
-    lease_keys[i + 1], ids[i + 1] = KEYS[FIXED + 3 + KS * i], ARGV[a + 1]
+  local queue = queue_key[ARGV[a + 3]]
+  if batch and queue then
+    lease_keys[i + 1], ids[i + 1] = queue .. "-" .. ARGV[a + 1], ARGV[a + 1]
   end
-  bad = bad or ((ARGV[a + 5] == "timeline" or ARGV[a + 5] == "oneoff")
-    and bad_number(ARGV[a + 6], 0, MAX_UNIX, "due time"))
-    or (ARGV[a + 17] ~= "" and ARGV[a + 17] ~= "+"
-      and bad_number(ARGV[a + 17], 0, MAX_UNIX, "deadline"))
-  -- Once per queue (its members set goes with it), not per job.
-  local queue = KEYS[FIXED + 1 + KS * i]
-  local e = odd_queues[queue]
-  if e == nil then
-    e = wrong_type({queue, "list", KEYS[FIXED + 2 + KS * i], "set"}, seen) or false
-    odd_queues[queue] = e
-  end
-  odd[i + 1] = e or nil
+  bad = bad or (not queue and redis.error_reply("ERR job " .. (i + 1) .. " names queue "
+      .. ARGV[a + 3] .. " of " .. queues .. "; nothing was changed"))
+    or ((ARGV[a + 6] == "timeline" or ARGV[a + 6] == "oneoff")
+      and bad_number(ARGV[a + 7], 0, MAX_UNIX, "due time"))
+    or (ARGV[a + 14] ~= "" and ARGV[a + 14] ~= "+"
+      and bad_number(ARGV[a + 14], 0, MAX_UNIX, "deadline"))
 end
 bad = bad or bad_number(limit, 0, 1000000, "history limit")
   or bad_number(keep_runs, 1, 1000000, "recent runs kept")
@@ -528,21 +545,23 @@ local k = {schedules = KEYS[1], statuses = KEYS[2], timeline = KEYS[3],
            kill = KEYS[14], backlogs = KEYS[15], events = KEYS[16],
            fresh_until = KEYS[17], stale = KEYS[18]}
 for i = 0, jobs - 1 do
-  local ki = FIXED + KS * i
-  k.queue, k.members, k.lease, k.history, k.backlog = unpack(KEYS, ki + 1, ki + KS)
-  k.lease_gone = false
   local a = AS * i
-  if odd[i + 1] then
+  local jobid, q = ARGV[a + 1], ARGV[a + 3]
+  k.queue, k.members = queue_key[q], members_key[q]
+  k.lease = batch and lease_keys[i + 1] or k.queue .. "-" .. jobid
+  k.backlog = any_backlog and backlog_prefix .. jobid or nil
+  k.lease_gone = false
+  if odd_queue[q] then
     -- The run happened: its entry is recorded; its outcome is not.
-    out[i + 1] = {"odd", odd[i + 1].err}
-    record(k, ARGV[a + 1], ARGV[a + 12], ARGV[a + 13], false, true)
+    out[i + 1] = {"odd", odd_queue[q].err}
+    record(k, jobid, ARGV[a + 10], ARGV[a + 11], false, true)
   else
     local lease, current
     if batch then
       lease, current = leases[i + 1], schedules[i + 1]
     else
       lease = redis.call("MGET", k.lease)[1]
-      current = redis.call("HGET", k.schedules, ARGV[a + 1])
+      current = redis.call("HGET", k.schedules, jobid)
     end
     out[i + 1] = finish(k, lease, current, unpack(ARGV, a + 1, a + AS))
   end

@@ -21,8 +21,10 @@ pub(crate) struct Claim<'a> {
     pub ttls: &'a [u64],
     /// Fleet-wide limit per distinct queue (0: none).
     pub limits: &'a [u64],
-    /// The random part of each lease tag, one per job to claim.
-    pub tags: &'a [String],
+    /// How many jobs to claim at most.
+    pub n: usize,
+    /// This worker's tag, the first 14 hex digits of each lease tag.
+    pub tag: &'a str,
     /// Seconds after which a dispatcher may recover the jobs (the running index).
     pub recover_after: u64,
     /// Unix time now.
@@ -48,15 +50,13 @@ pub(crate) fn add_claim(pipe: &mut Pipeline, keys: &Keys, c: &Claim<'_>) {
             .key(keys.lease(q));
     }
     inv.arg(c.now)
-        .arg(c.tags.len())
+        .arg(c.n)
         .arg(c.cursor)
         .arg(c.order)
-        .arg(c.recover_after);
+        .arg(c.recover_after)
+        .arg(c.tag);
     for ttl in c.ttls {
         inv.arg(*ttl);
-    }
-    for tag in c.tags {
-        inv.arg(tag);
     }
     // Their names, for the paused queues (`redbike pause --queue`).
     for q in c.queues {
@@ -169,42 +169,56 @@ pub(crate) fn add_finish<'a>(
         .key(&keys.events)
         .key(&keys.fresh_until)
         .key(&keys.stale);
+    // Each distinct queue once (its keys, wake channel and limit flag); each job names
+    // its queue by number.
+    let mut queues: Vec<(&str, bool)> = Vec::new();
     for f in runs {
         let (mode, (action, due)) = f.decision.after.wire();
         let q = queue_of(f.jobid);
-        inv.key(keys.queue(q))
-            .key(keys.members(q))
-            .key(keys.lease(f.jobid))
-            .key(keys.history(f.jobid))
-            .key(keys.backlog(f.jobid));
+        let number = match queues.iter().position(|(name, _)| *name == q) {
+            Some(i) => {
+                queues[i].1 |= f.limited;
+                i + 1
+            }
+            None => {
+                queues.push((q, f.limited));
+                queues.len()
+            }
+        };
         inv.arg(f.jobid)
             .arg(f.tag)
+            .arg(number)
             .arg(f.schedule.unwrap_or("\0"))
             .arg(mode)
             .arg(action)
             .arg(due)
-            .arg(now)
             .arg(f.decision.store.unwrap_or(""))
             .arg(f.decision.failure.unwrap_or(""))
-            .arg(keys.queue_wake(q))
-            .arg(&keys.timeline_wake)
             .arg(&f.entry)
             .arg(f.kind)
             .arg(f.claimed_at.map(|t| format!("{t:.6}")).unwrap_or_default())
             .arg(f.decision.attempts.wire())
-            .arg(scripts::flag(f.limited))
             .arg(match f.fresh {
                 None => String::new(),
                 Some(None) => "+".into(),
                 Some(Some(t)) => t.to_string(),
             });
     }
+    // (A job's history and backlog keys are these and its id.)
     inv.arg(history_limit)
         .arg(crate::history::RECENT_RUNS)
         .arg(crate::history::RECENT_FAILURES)
         .arg(now.div_euclid(60))
         .arg(scripts::flag(direct))
-        .arg(events);
+        .arg(events)
+        .arg(now)
+        .arg(&keys.timeline_wake)
+        .arg(keys.history(""))
+        .arg(keys.backlog(""));
+    for (q, limited) in queues {
+        inv.key(keys.queue(q)).key(keys.members(q));
+        inv.arg(keys.queue_wake(q)).arg(scripts::flag(limited));
+    }
     pipe.invoke_script(&inv);
 }
 
