@@ -22,6 +22,10 @@ use crate::{
 /// How much later than planned a sleep may end before the next pass counts no evidence.
 pub(super) const OVERSLEPT: Duration = Duration::from_secs(1);
 
+/// The longest a dispatcher waits, in seconds, for the earliest entry of the running
+/// index to fall due before it looks at the index again.
+const RECOVERY_LOOK_MAX: f64 = 86_400.0;
+
 /// What the loop hears while it sleeps.
 pub(super) enum Wake {
     /// A job joined the timeline, due then (`set`, `load`, a worker's reschedule, a
@@ -123,10 +127,11 @@ impl Ahead {
         self.deadline = p.deadline;
         self.last = Instant::now();
         // Entries already stale (recovery waits after an outage) are looked at again in a
-        // second, not at once.
-        self.recovery = p
-            .earliest_recovery
-            .map(|t| self.last + Duration::from_secs_f64((t - p.redis_now).max(1.0)));
+        // second, not at once; one due at no reachable time (+inf, another program's)
+        // within a day.
+        self.recovery = p.earliest_recovery.filter(|t| !t.is_nan()).map(|t| {
+            self.last + Duration::from_secs_f64((t - p.redis_now).clamp(1.0, RECOVERY_LOOK_MAX))
+        });
     }
 
     /// How long to sleep after the pass at `point`: until the next second while Python

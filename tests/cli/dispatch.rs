@@ -431,3 +431,31 @@ fn waits_for_redis_at_start() {
     assert_eq!(err.matches("retrying").count(), 1, "{err}");
     assert!(err.contains("is back after"), "{err}");
 }
+
+/// A running-index entry due at no time a clock can reach (+inf, 1e20: another
+/// program's, or a hand-made one) is data: the dispatcher goes on dispatching, and
+/// looks at the index again within a day rather than never (it once panicked).
+#[test]
+fn a_running_index_entry_due_never_is_no_crash() {
+    for score in ["inf", "1e20"] {
+        let s = RedisServer::start();
+        let d = workdir();
+        let _: () = redis::cmd("ZADD")
+            .arg("t-leases")
+            .arg(score)
+            .arg("x:A")
+            .query(&mut s.con())
+            .unwrap();
+        let child = dispatcher(&s, d.path());
+        bike(&s, d.path()).args(["set", "past:A", "AT:100"]).ok();
+        assert!(
+            wait_until(5.0, || llen(&s, "t-work-A") == 1),
+            "{score}: {}",
+            stderr_of(&child)
+        );
+        bike(&s, d.path()).args(["control", "HALT"]).ok();
+        let (code, err) = finish(child, 15.0);
+        assert_eq!(code, Some(0), "{score}: {err}");
+        assert!(!err.contains("internal error"), "{score}: {err}");
+    }
+}
