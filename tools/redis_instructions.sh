@@ -10,7 +10,8 @@
 #     tools/redis_instructions.sh replay OUT CAPTURED_SCRIPTS SCRIPTS N
 #         redis-server under callgrind from OUT.rdb, SCRIPTS loaded, the capture's
 #         commands replayed (tools/redis_replay.py: each script call with SCRIPTS'
-#         script of the same name); prints redis-server's instructions per job (N jobs)
+#         script of the same name); prints redis-server's instructions per job (N jobs);
+#         KEEP=FILE also keeps callgrind's output there, for callgrind_annotate
 #
 # CAPTURED_SCRIPTS is src/redis/scripts of the build that made the capture (e.g.
 # `git archive REV src/redis/scripts | tar x -C DIR`), SCRIPTS that of the build to
