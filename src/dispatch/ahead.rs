@@ -115,7 +115,8 @@ impl Ahead {
         let judged = self.judging && self.peers.judging() && !self.fresh;
         let expected = earlier(expected, self.announced);
         if let Some(head) = p.head.filter(|&h| judged && h <= point) {
-            let late = point - head;
+            // (Saturating: a score of -inf reads as i64::MIN.)
+            let late = point.saturating_sub(head);
             let unknown = expected.is_none_or(|e| head < e);
             if unknown && (self.peers.fast() || late >= 2) {
                 self.peers.found(format!(
@@ -157,7 +158,7 @@ impl Ahead {
         // A deadline passes at the end of its second; a pass of the second after it
         // finds the job stale.
         if let Some(deadline) = self.deadline {
-            wait = wait.min(self.clock.until((deadline + 1).max(point + 1)));
+            wait = wait.min(self.clock.until(deadline.saturating_add(1).max(point + 1)));
         }
         wait
     }

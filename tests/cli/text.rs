@@ -406,3 +406,133 @@ fn a_prefix_that_lost_its_schedules_is_named_as_such() {
     assert!(!log.contains("recovered while it ran"), "{log}");
     crate::dispatch::finish(disp, 5.0);
 }
+
+/// Numbers no clock or counter reaches, and text where a number belongs, in every
+/// field and score redbike reads, as another program or a hand could leave them: data,
+/// never a crash. Each value goes everywhere at once; then the read commands, the
+/// commands that write a job, a dispatcher and a worker run over it. None may panic
+/// (exit 101, "internal error"); the dispatcher and the worker keep running until
+/// told to stop, and stop cleanly.
+#[test]
+fn numbers_out_of_range_in_redis_are_data_not_a_crash() {
+    let s = RedisServer::start();
+    let d = workdir();
+    for v in [
+        "inf",
+        "-inf",
+        "1e400",
+        "nan",
+        "99999999999999999999",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "-1",
+        "x",
+    ] {
+        let mut con = s.con();
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        let entry = format!(
+            r#"{{"j":"j:A","o":"ok","d":{v},"s":{v},"e":{v},"u":{v},"l":{v},"x":{v},"h":"h","p":{v}}}"#
+        );
+        let mut pipe = redis::pipe();
+        pipe.hset_multiple(
+            "t-schedules",
+            &[("j:A", "CONTINUE"), ("k:A", "CONTINUE"), ("p:A", "CONTINUE")],
+        )
+        .hset_multiple(
+            "t-statuses",
+            &[("j:A", format!("WRK:{v}")), ("k:A", format!("ENQ:{v}"))],
+        )
+        .hset("t-failures", "j:A", format!("DIE:{v}"))
+        .hset("t-due", "j:A", format!("{v}:{v}"))
+        .hset("t-attempts", "j:A", format!("{v}:{v}:{v}"))
+        .hset("t-backlogs", "j:A", v)
+        .rpush("t-backlog-j:A", v)
+        .hset("t-stale", "j:A", format!("{v}:{v}:{v}"))
+        .hset("t-rerun", "j:A", v)
+        .hset("t-paused", "p:A", format!(r#"{{"since":{v},"note":"n"}}"#))
+        .hset("t-paused-queues", "Q", format!(r#"{{"since":{v},"note":"n"}}"#))
+        .hset("t-runs-per-minute", v, v)
+        .hset("t-kill", "j:A", v)
+        .set("t-fencing", v)
+        .set("t-work-A-j:A", "tag")
+        .lpush("t-history-j:A", &entry)
+        .lpush("t-recent-runs", &entry)
+        .lpush("t-recent-failures", &entry)
+        .rpush("t-unfiled-runs", &entry)
+        .sadd("t-procs", "w1")
+        .set(
+            "t-proc-w1",
+            format!(r#"{{"id":"w1","role":"worker","pid":{v},"host":"h","started":{v},"beat":{v},"concurrency":{v},"queues":["A"]}}"#),
+        );
+        for (kind, field) in [("run", "entry"), ("stale", "since"), ("set", "at")] {
+            pipe.cmd("XADD")
+                .arg("t-events")
+                .arg("*")
+                .arg("v")
+                .arg("1")
+                .arg("type")
+                .arg(kind)
+                .arg("job")
+                .arg("j:A")
+                .arg(field)
+                .arg(if kind == "run" { entry.as_str() } else { v });
+        }
+        // Scores: Redis refuses what is not a number or out of range, so those go as
+        // the largest score it takes instead.
+        let score = match v {
+            "x" | "nan" | "1e400" => "1e300",
+            _ => v,
+        };
+        for key in ["t-timeline", "t-leases", "t-fresh-until"] {
+            pipe.cmd("ZADD").arg(key).arg(score).arg("z:A");
+        }
+        pipe.zadd("t-leases", "j:A", 1).zadd("t-timeline", "k:A", 1);
+        let _: () = pipe.query(&mut con).unwrap();
+        let disp = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
+        let mut work = Bg(Some(
+            bike(&s, d.path())
+                .args(["work", "A", "-j", "1", "--", "/bin/true"])
+                .spawn(),
+        ));
+        // Both registered: each has been through its first pass or claim.
+        let registered = wait_until(10.0, || s.con().scard::<_, usize>("t-procs").unwrap() >= 3);
+        assert!(registered, "{v}: {}", stderr_of(disp.child()));
+        for args in [
+            &["tell", "j:A"][..],
+            &["tell", "p:A"],
+            &["statuses"],
+            &["schedules"],
+            &["stats"],
+            &["stats", "--format", "json"],
+            &["check"],
+            &["history", "j:A"],
+            &["history", "--format", "json"],
+            &["events"],
+            &["events", "--format", "json"],
+            &["ps"],
+            &["ps", "--format", "json"],
+            &["resume", "p:A"],
+            &["run", "k:A"],
+            &["kill", "j:A"],
+            &["unset", "k:A"],
+        ] {
+            let (code, _, err) = bike(&s, d.path()).args(args).run_bytes();
+            assert!(
+                code != 101 && !has(&err, "internal error"),
+                "{v}: {args:?}: exit {code}: {}",
+                String::from_utf8_lossy(&err)
+            );
+        }
+        assert!(
+            work.alive(),
+            "{v}: the worker stopped: {}",
+            stderr_of(work.child())
+        );
+        bike(&s, d.path()).args(["control", "HALT"]).ok();
+        for (what, p) in [("dispatcher", disp), ("worker", work)] {
+            let (code, err) = p.finish(15.0);
+            assert_eq!(code, Some(0), "{v}: {what}: {err}");
+            assert!(!err.contains("internal error"), "{v}: {what}: {err}");
+        }
+    }
+}
