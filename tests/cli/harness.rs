@@ -873,3 +873,24 @@ fn a_missing_redis_server_ends_the_run_with_one_line() {
     assert_eq!(lines, [NO_REDIS_SERVER], "stderr:\n{stderr}");
     assert!(!stdout.contains("panicked"), "a test panicked:\n{stdout}");
 }
+
+/// finish.lua's arguments after its jobs' (see its header), for prefix `t` and one
+/// queue, A: history `limit`, the recent lists' and the minute's usual values, the
+/// `direct` flag, the events kept, now (1700000000), the wake channel `w` of the
+/// timeline and of A, A without a limit.
+pub fn finish_once_args(limit: &'static str, direct: &'static str) -> [&'static str; 12] {
+    [
+        limit,
+        "1000",
+        "1000",
+        "28333333",
+        direct,
+        "10000",
+        "1700000000",
+        "w",
+        "t-history-",
+        "t-backlog-",
+        "w",
+        "0",
+    ]
+}

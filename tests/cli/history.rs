@@ -609,7 +609,7 @@ fn a_jobs_unfiled_entries_are_found_across_pages() {
 
 /// finish.lua with one outcome of `j:A` (lease tag `tag`) and its entry, `limit`
 /// history entries kept per job.
-fn finish_once(s: &RedisServer, entry: &str, limit: &str) -> redis::Value {
+fn finish_once(s: &RedisServer, entry: &str, limit: &'static str) -> redis::Value {
     let script = redis::Script::new(&format!(
         "{}{}",
         include_str!("../../src/redis/scripts/common.lua"),
@@ -641,33 +641,11 @@ fn finish_once(s: &RedisServer, entry: &str, limit: &str) -> redis::Value {
         inv.key(key);
     }
     for arg in [
-        "j:A",
-        "tag",
-        "1",
-        "CONTINUE",
-        "place",
-        "enqueue",
-        "0",
-        "",
-        "",
-        entry,
-        "",
-        "",
-        "",
-        "",
-        limit,
-        "1000",
-        "1000",
-        "28333333",
-        "",
-        "10000",
-        "1700000000",
-        "w",
-        "t-history-",
-        "t-backlog-",
-        "w",
-        "0",
-    ] {
+        "j:A", "tag", "1", "CONTINUE", "place", "enqueue", "0", "", "", entry, "", "", "", "",
+    ]
+    .into_iter()
+    .chain(finish_once_args(limit, ""))
+    {
         inv.arg(arg);
     }
     inv.invoke(&mut s.con()).unwrap()
