@@ -411,7 +411,11 @@ pub fn due_at(status: Option<&str>, due_field: Option<&str>) -> Option<i64> {
         let (due, enqueued) = f.split_once(':')?;
         let enqueued = enqueued.parse::<i64>().ok()?;
         (status.event == crate::status::ENQ && enqueued == status.at)
-            .then(|| due.parse::<f64>().ok().map(|d| d as i64))
+            .then(|| {
+                due.parse::<f64>()
+                    .ok()
+                    .map(crate::schedule::timestamp::unix_of)
+            })
             .flatten()
     });
     Some(from_dispatcher.unwrap_or(status.at))

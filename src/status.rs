@@ -55,7 +55,7 @@ impl Status {
         let at = ts.trim().parse::<f64>().ok()?;
         Some(Status {
             event: event.to_string(),
-            at: at as i64,
+            at: crate::schedule::timestamp::unix_of(at),
         })
     }
 }

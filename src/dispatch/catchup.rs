@@ -137,7 +137,7 @@ fn skip(
     let entry = (config.history_limit > 0 || config.events > 0).then(|| {
         let end = crate::schedule::timestamp::now_precise();
         let mut e = history::Entry::new(jobid, history::Outcome::Skipped, end, "dispatcher");
-        e.due = Some(due as i64);
+        e.due = Some(timestamp::unix_of(due));
         e.late = Some(history::millis(end - due));
         e.detail = match next {
             Some(ts) => format!("next run at {}", timestamp::iso_utc(ts)),
@@ -158,8 +158,8 @@ fn skip(
     if skip_script(store.con, store.keys, &skip)? == SkipReply::Changed {
         return Ok(false);
     }
-    let was = timestamp::iso_utc(due as i64);
-    let late = now - due as i64;
+    let was = timestamp::iso_utc(timestamp::unix_of(due));
+    let late = now - timestamp::unix_of(due);
     match next {
         Some(ts) => crate::log_info!(
             "job {jobid}: skipped its run due at {was} ({late}s late; queue {} catches up with skip); next run at {} (SKP)",
@@ -209,7 +209,7 @@ fn all(
     // `max` is at most limits::CATCH_UP_MAX, which fits a usize.
     let missed = backfill::missed(
         &schedule,
-        due as i64,
+        timestamp::unix_of(due),
         now,
         config.timezone,
         offset,

@@ -120,13 +120,13 @@ pub fn pass_with(
         total.paused += paused;
         total.python_seen = python_seen;
         if std::mem::take(&mut first) {
-            total.head = head.map(|t| t as i64);
+            total.head = head.map(timestamp::unix_of);
         }
         // A pass at second S takes the jobs due by S: one due at S + 0.5 (a score written
         // by hand) is taken at S + 1.
-        total.next = next.map(|t| t.ceil() as i64);
+        total.next = next.map(|t| timestamp::unix_of(t.ceil()));
         total.point = used;
-        total.deadline = deadline.map(|t| t.ceil() as i64);
+        total.deadline = deadline.map(|t| timestamp::unix_of(t.ceil()));
         if taken < BATCH {
             return Ok(total);
         }

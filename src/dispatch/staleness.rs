@@ -109,7 +109,7 @@ pub(crate) fn pass(
             let unfiled = by_job.remove(*id).unwrap_or_default();
             let entries = job_entries(unfiled, listed, &keys.history(id));
             if let Some(e) = entries.iter().find(|e| e.outcome.is_success()) {
-                last_success.insert(*id, e.end.floor() as i64);
+                last_success.insert(*id, crate::schedule::timestamp::unix_of(e.end.floor()));
             }
         }
     }
@@ -125,12 +125,16 @@ pub(crate) fn pass(
         let verdict = match (bounded, bounds.own(id)) {
             (false, _) => "-".to_string(),
             (true, Some(secs)) => {
-                let d = deadline.parse::<f64>().unwrap_or(0.0).ceil() as i64;
+                let d = crate::schedule::timestamp::unix_of(
+                    deadline.parse::<f64>().unwrap_or(0.0).ceil(),
+                );
                 format!("{}:{secs}", d - secs as i64)
             }
             (true, None) => match last_success.get(id.as_str()) {
                 Some(&since) => {
-                    let d = deadline.parse::<f64>().unwrap_or(0.0).ceil() as i64;
+                    let d = crate::schedule::timestamp::unix_of(
+                        deadline.parse::<f64>().unwrap_or(0.0).ceil(),
+                    );
                     format!("{since}:{}", (d - since).max(0))
                 }
                 None => "0:0".to_string(),
@@ -146,6 +150,6 @@ pub(crate) fn pass(
         marked,
         dropped,
         looked: due.len(),
-        next: next.map(|t| t.ceil() as i64),
+        next: next.map(|t| crate::schedule::timestamp::unix_of(t.ceil())),
     })
 }

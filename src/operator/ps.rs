@@ -174,7 +174,7 @@ fn table(listed: &[Listed], now: i64) -> String {
             d.concurrency.map_or("-".into(), |n| n.to_string()),
             d.version.clone(),
             timestamp::iso_utc(d.started),
-            format!("{}s ago", (now - d.heartbeat).max(0)),
+            format!("{}s ago", now.saturating_sub(d.heartbeat).max(0)),
             format!("in {:.0}s", l.expires_in_seconds.ceil()),
             d.failing.clone().unwrap_or_else(|| "-".into()),
             match d.limits.is_empty() {

@@ -157,7 +157,7 @@ impl Health {
                 Some(_) => (Persistence::Rdb, String::new()),
                 None => {
                     let changes = unsigned("rdb_changes_since_last_save");
-                    let unsaved = num("rdb_last_save_time").map(|t| now - t);
+                    let unsaved = num("rdb_last_save_time").map(|t| now.saturating_sub(t));
                     match unsaved {
                         Some(secs) if changes > 0 && secs > UNSAVED_SECONDS => (
                             Persistence::Off,

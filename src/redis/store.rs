@@ -461,7 +461,7 @@ impl Store<'_> {
                 let (_, queued, leased, status, score, paused, rerun): Reply =
                     redis::from_redis_value(redis::Value::Array(c.to_vec()))?;
                 Ok(Place {
-                    due: score.map(|s| s as i64),
+                    due: score.map(crate::schedule::timestamp::unix_of),
                     queued,
                     leased,
                     status,

@@ -144,7 +144,7 @@ impl Store<'_> {
             .arg(jobid)
             .query(self.con)
             .unwrap_or(None);
-        let fresh_until = fresh_until.map(|t| t.ceil() as i64);
+        let fresh_until = fresh_until.map(|t| crate::schedule::timestamp::unix_of(t.ceil()));
         let now = crate::schedule::timestamp::now();
         let stale = match (
             marked.as_deref().and_then(crate::stale::Stale::parse),
@@ -176,7 +176,7 @@ impl Store<'_> {
             .as_deref()
             .and_then(crate::retries::parse_field)
             .map(|(attempt, due, at)| PendingRetry { attempt, due, at });
-        let next_run = score.map(|s| s as i64);
+        let next_run = score.map(crate::schedule::timestamp::unix_of);
         Ok(JobInfo {
             status,
             schedule,

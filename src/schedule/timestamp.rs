@@ -8,6 +8,16 @@ use crate::schedule::clip;
 /// The latest instant accepted: 9999-12-31T23:59:59Z.
 pub const MAX_UNIX: i64 = 253_402_300_799;
 
+/// Whole unix seconds of `t` (a score or a time read from Redis, where another program
+/// may have left any number), within ±[`MAX_UNIX`] (NaN: 0), so that sums and
+/// differences of such instants never overflow.
+pub fn unix_of(t: f64) -> i64 {
+    if t.is_nan() {
+        return 0;
+    }
+    t.clamp(-(MAX_UNIX as f64), MAX_UNIX as f64) as i64
+}
+
 /// The earliest reference instant of `next --after`: 1900-01-01T00:00:00Z, where rules
 /// start (see [`super::rule`]).
 pub const MIN_REFERENCE: i64 = super::calendar::MIN_AFTER;
@@ -129,6 +139,22 @@ pub fn now() -> i64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unix_of_keeps_instants_within_reach() {
+        assert_eq!(unix_of(1_700_000_000.9), 1_700_000_000);
+        assert_eq!(unix_of(-5.5), -5);
+        assert_eq!(unix_of(f64::INFINITY), MAX_UNIX);
+        assert_eq!(unix_of(f64::NEG_INFINITY), -MAX_UNIX);
+        assert_eq!(unix_of(1e300), MAX_UNIX);
+        assert_eq!(unix_of(f64::NAN), 0);
+        // Differences of any two never overflow.
+        assert_eq!(
+            unix_of(f64::INFINITY) - unix_of(f64::NEG_INFINITY),
+            2 * MAX_UNIX
+        );
+    }
+
     use super::*;
 
     #[test]

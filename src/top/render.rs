@@ -168,7 +168,9 @@ fn sections(app: &App) -> Vec<Pane> {
             .enumerate()
             .filter(|(_, r)| app.shows(&r.jobid))
             .map(|(i, r)| {
-                let elapsed = r.started.map_or("?".into(), |t| span((now - t).max(0)));
+                let elapsed = r
+                    .started
+                    .map_or("?".into(), |t| span(now.saturating_sub(t).max(0)));
                 (
                     Some(Section::Running),
                     i,
@@ -197,7 +199,7 @@ fn sections(app: &App) -> Vec<Pane> {
                 (
                     Some(Section::Upcoming),
                     i,
-                    vec![job(&u.jobid), span(u.due - now), at],
+                    vec![job(&u.jobid), span(u.due.saturating_sub(now)), at],
                 )
             })
             .collect(),
@@ -220,7 +222,7 @@ fn sections(app: &App) -> Vec<Pane> {
             .map(|(i, p)| {
                 let since = match p.since {
                     0 => "?".to_string(),
-                    t => span((now - t).max(0)),
+                    t => span(now.saturating_sub(t).max(0)),
                 };
                 (
                     Some(Section::Paused),
@@ -252,7 +254,7 @@ fn sections(app: &App) -> Vec<Pane> {
                     vec![
                         job(&f.jobid),
                         f.event.clone(),
-                        span((now - f.at).max(0)),
+                        span(now.saturating_sub(f.at).max(0)),
                         f.detail.clone(),
                     ],
                 )
@@ -320,7 +322,7 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
         (Some(since), _) => Line::from(vec![Span::from(format!(
             "disconnected since {} ({} ago): {}",
             clock(since),
-            span(app.now - since),
+            span(app.now.saturating_sub(since)),
             c.down_reason.as_deref().unwrap_or("")
         ))
         .red()

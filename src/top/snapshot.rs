@@ -262,7 +262,7 @@ fn failure_of(e: &history::Entry) -> Failure {
             Some(n) => format!("{name} #{n}"),
             None => name.to_string(),
         },
-        at: e.end as i64,
+        at: crate::schedule::timestamp::unix_of(e.end),
         detail: last.unwrap_or(&e.detail).trim().to_string(),
     }
 }
@@ -482,7 +482,7 @@ pub fn read(
         let oldest_age = match head {
             Some(_) => {
                 at += 1;
-                since(at - 1, ENQ).map(|t| (now - t).max(0))
+                since(at - 1, ENQ).map(|t| now.saturating_sub(t).max(0))
             }
             None => None,
         };
@@ -504,7 +504,7 @@ pub fn read(
         .into_iter()
         .map(|(jobid, score)| Upcoming {
             jobid,
-            due: score as i64,
+            due: crate::schedule::timestamp::unix_of(score),
         })
         .collect();
     let failures: Vec<Failure> = {

@@ -409,8 +409,9 @@ fn a_prefix_that_lost_its_schedules_is_named_as_such() {
 
 /// Numbers no clock or counter reaches, and text where a number belongs, in every
 /// field and score redbike reads, as another program or a hand could leave them: data,
-/// never a crash. Each value goes everywhere at once; then the read commands, the
-/// commands that write a job, a dispatcher and a worker run over it. None may panic
+/// never a crash. Each value goes everywhere at once; then the read commands, `top
+/// --once`, `serve`'s pages, the commands that write a job, a dispatcher and a worker
+/// run over it. None may panic
 /// (exit 101, "internal error"); the dispatcher and the worker keep running until
 /// told to stop, and stop cleanly.
 #[test]
@@ -443,10 +444,15 @@ fn numbers_out_of_range_in_redis_are_data_not_a_crash() {
             &[("j:A", format!("WRK:{v}")), ("k:A", format!("ENQ:{v}"))],
         )
         .hset("t-failures", "j:A", format!("DIE:{v}"))
-        .hset("t-due", "j:A", format!("{v}:{v}"))
-        .hset("t-attempts", "j:A", format!("{v}:{v}:{v}"))
-        .hset("t-backlogs", "j:A", v)
+        .hset_multiple("t-due", &[("j:A", format!("{v}:{v}")), ("k:A", format!("{v}:{v}"))])
+        // k:A is dispatched and run: its due field, attempts and backlog are read.
+        .hset_multiple(
+            "t-attempts",
+            &[("j:A", format!("{v}:{v}:{v}")), ("k:A", format!("1:{v}:{v}"))],
+        )
+        .hset_multiple("t-backlogs", &[("j:A", v), ("k:A", v)])
         .rpush("t-backlog-j:A", v)
+        .rpush("t-backlog-k:A", v)
         .hset("t-stale", "j:A", format!("{v}:{v}:{v}"))
         .hset("t-rerun", "j:A", v)
         .hset("t-paused", "p:A", format!(r#"{{"since":{v},"note":"n"}}"#))
@@ -511,6 +517,7 @@ fn numbers_out_of_range_in_redis_are_data_not_a_crash() {
             &["events", "--format", "json"],
             &["ps"],
             &["ps", "--format", "json"],
+            &["top", "--once"],
             &["resume", "p:A"],
             &["run", "k:A"],
             &["kill", "j:A"],
@@ -523,6 +530,25 @@ fn numbers_out_of_range_in_redis_are_data_not_a_crash() {
                 String::from_utf8_lossy(&err)
             );
         }
+        let served = crate::serve::Served::start(bike(&s, d.path()), &[]);
+        for path in [
+            "/",
+            "/metrics",
+            "/api/v1/overview",
+            "/api/v1/stats",
+            "/api/v1/ps",
+            "/api/v1/paused",
+            "/api/v1/history",
+            "/api/v1/jobs/j:A",
+            "/api/v1/jobs/j:A/next",
+        ] {
+            let (status, body) = served.get(path);
+            assert!(status < 500, "{v}: GET {path}: {status} {body}");
+        }
+        crate::dispatch::signal(served.bg.child(), 15);
+        let (code, said) = served.bg.finish(10.0);
+        assert_eq!(code, Some(0), "{v}: serve: {said}");
+        assert!(!said.contains("internal error"), "{v}: serve: {said}");
         assert!(
             work.alive(),
             "{v}: the worker stopped: {}",

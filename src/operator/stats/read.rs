@@ -185,7 +185,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         })
         .collect();
     let lateness = match oldest.first() {
-        Some((_, score)) if due > 0 => (now - *score as i64).max(0),
+        Some((_, score)) if due > 0 => (now - timestamp::unix_of(*score)).max(0),
         _ => 0,
     };
     Ok(Stats {
@@ -278,7 +278,7 @@ fn leased_per_queue(store: &mut Store<'_>) -> Result<BTreeMap<String, u64>> {
 /// Seconds since an `ENQ:TS` status; `None` for any other status.
 pub(super) fn enqueued_age(status: Option<&str>, now: i64) -> Option<i64> {
     let s = Status::parse(status?)?;
-    (s.event == ENQ).then(|| (now - s.at).max(0))
+    (s.event == ENQ).then(|| now.saturating_sub(s.at).max(0))
 }
 
 /// What a walk over `P-work-*` found.
