@@ -147,15 +147,15 @@
 //!    and the environment, merged; it checks the Redis settings and derives the
 //!    topology through `redis`.
 //! 4. `redis`: takes an `Access`, never the whole configuration.
-//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `status`, `terminal`), `policy` (uses `jitter`, `stale`,
-//!    `retries`, `schedule`, `status`), `retries` (uses `jitter`, `jobid`, `schedule`),
-//!    `backfill` (uses `jitter`, `schedule`), `stale` (uses `jitter`, `jobid`,
-//!    `schedule`),
-//!    `jitter` (uses `jobid`, `schedule`), `error` (the error
-//!    of a command, `ConfigError` among its causes; uses `jobid`, `schedule`),
-//!    `shutdown` (uses `log`).
-//! 6. `log` (uses `terminal`), then `schedule`, `host`, `jobid`, `limits`, `status`,
-//!    `test_hook`, `terminal`, which use no other module.
+//! 5. `history` (uses `error`, `host`, `jobid`, `log`, `schedule`, `status`,
+//!    `terminal`), `policy` (uses `jitter`, `stale`, `retries`, `schedule`, `status`),
+//!    `retries` (uses `jitter`, `jobid`, `schedule`), `backfill` (uses `jitter`,
+//!    `schedule`), `status` (uses `schedule`: its instants are clamped as timestamps
+//!    are), `stale` (uses `jitter`, `jobid`, `schedule`), `jitter` (uses `jobid`,
+//!    `schedule`), `error` (the error of a command, `ConfigError` among its causes; uses
+//!    `jobid`, `schedule`), `shutdown` (uses `log`).
+//! 6. `log` (uses `terminal`), then `schedule`, `host`, `jobid`, `limits`, `test_hook`,
+//!    `terminal`, which use no other module.
 #![deny(missing_docs)]
 
 pub mod backfill;

@@ -40,11 +40,13 @@ const MAY_IMPORT: &[(&str, &str)] = &[
     // 4. Never `config`: it takes an `Access`.
     ("redis", "history policy backfill stale retries jitter error shutdown log schedule host jobid limits status test_hook terminal"),
     // 5.
-    ("history", "error host jobid log status terminal"),
+    ("history", "error host jobid log schedule status terminal"),
     ("policy", "jitter retries schedule stale status"),
     ("stale", "jitter jobid schedule"),
     ("retries", "jitter jobid schedule"),
     ("backfill", "jitter schedule"),
+    // Instants read from Redis are clamped as `schedule::timestamp` bounds them.
+    ("status", "schedule"),
     ("jitter", "jobid schedule"),
     ("error", "jobid schedule"),
     ("shutdown", "log"),
@@ -54,7 +56,6 @@ const MAY_IMPORT: &[(&str, &str)] = &[
     ("host", ""),
     ("jobid", ""),
     ("limits", ""),
-    ("status", ""),
     ("test_hook", ""),
     ("terminal", ""),
     // The benchmarks (benches/, a crate of its own): the figures use the helpers.
