@@ -79,6 +79,7 @@ replay)
   echo "left: $(redis-cli -p "$PORT" llen t-work-A) queued, $(redis-cli -p "$PORT" zcard t-leases) running"
   redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true
   wait "$VG" || true
+  [ -n "$KEEP" ] && cp "$DIR/cg.out" "$KEEP"
   total=$(callgrind_annotate "$DIR/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
   python3 -c "print(f'redis-server: {$total / $N:,.0f} instructions a job')"
   ;;

@@ -60,6 +60,7 @@ pub(crate) const ACL_COMMANDS: &[&str] = &[
     "zcard",
     "zcount",
     "zmscore",
+    "object|encoding",
     "xadd",
     "xrange",
     "xrevrange",

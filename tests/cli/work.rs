@@ -1172,3 +1172,69 @@ fn batches_larger_than_a_script_chunk_are_claimed_and_recorded_whole() {
     assert_eq!(con.scard::<_, usize>("t-work-A-members").unwrap(), 0);
     assert_eq!(con.llen::<_, usize>("t-work-A").unwrap(), 0);
 }
+
+/// The running index's encoding as Redis reports it.
+fn index_encoding(s: &RedisServer) -> String {
+    redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("t-leases")
+        .query::<Option<String>>(&mut s.con())
+        .unwrap()
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_running_index_is_kept_a_skiplist_and_shows_only_jobs() {
+    // A listpack (Redis's form of a small sorted set) makes each claim's ZADD and each
+    // finish's ZREM walk the whole index; from eight jobs running it is made a
+    // skiplist, by a member that comes and goes within the claim.
+    let t = Setup::with(RedisServer::start_with(&["--enable-debug-command", "yes"]));
+    t.set("first:A", "NOW");
+    let w = bike(&t.s, t.d.path())
+        .args(["work", "A", "-j", "16", "--", "sh", "-c", "sleep 5", "sh"])
+        .spawn();
+    assert!(t.wait_status("first:A", "WRK"), "{}", stderr_of(&w));
+    let ids: Vec<String> = (0..9).map(|i| format!("j{i}:A")).collect();
+    for id in &ids {
+        t.set(id, "NOW");
+    }
+    let running = || -> Vec<String> { t.s.con().zrange("t-leases", 0, -1).unwrap() };
+    assert!(
+        wait_until(10.0, || running().len() == 10
+            && index_encoding(&t.s) == "skiplist"),
+        "{:?} {}",
+        running(),
+        index_encoding(&t.s)
+    );
+    let mut all: Vec<String> = ids.clone();
+    all.push("first:A".into());
+    all.sort();
+    let mut seen = running();
+    seen.sort();
+    assert_eq!(
+        seen, all,
+        "the index holds the running jobs and nothing else"
+    );
+    // A reload makes a small sorted set a listpack again; the next claim mends it.
+    redis::cmd("DEBUG")
+        .arg("RELOAD")
+        .query::<()>(&mut t.s.con())
+        .unwrap();
+    assert_eq!(index_encoding(&t.s), "listpack");
+    t.set("last:A", "NOW");
+    assert!(
+        wait_until(10.0, || running().len() == 11
+            && index_encoding(&t.s) == "skiplist"),
+        "{:?} {}",
+        running(),
+        index_encoding(&t.s)
+    );
+    // Every run ends as usual, and the index goes with the last of them.
+    assert!(wait_until(20.0, || all
+        .iter()
+        .chain(["last:A".to_string()].iter())
+        .all(|id| t.status(id).starts_with("STP"))));
+    assert!(wait_until(5.0, || t.s.dbsize() > 0
+        && !t.s.con().exists::<_, bool>("t-leases").unwrap()));
+    t.stop(w);
+}

@@ -258,6 +258,9 @@ if batch and taken > 0 then
     end
   end
 end
+if taken > 0 then
+  keep_skiplist(KEYS[3], seen[KEYS[3]])
+end
 out[1] = cursor % #cycle
 out[2] = first_token
 return out

@@ -161,6 +161,32 @@ local function job_keys()
           queue = KEYS[4], members = KEYS[5], lease = KEYS[6]}
 end
 
+-- Keeps the running index (leases) a skiplist once it holds SKIPLIST_FROM jobs or more
+-- (`kind`: its type before this call; one made by this call is left as Redis made it).
+-- Redis keeps a small sorted set as a listpack, where each ZADD and ZREM of a member
+-- walks the whole set: at a few dozen jobs running, about 6 % of what a job costs
+-- Redis. A member longer than zset-max-listpack-value makes Redis convert the set, and
+-- removing that member does not convert it back (a reload does, hence the OBJECT
+-- call): one ZADD and one ZREM each time the index grows to SKIPLIST_FROM as a
+-- listpack. No reader sees that member: it comes and goes within the call. It cannot
+-- be a job's id (NUL bytes, and longer than the longest id redbike accepts).
+local SKIPLIST_FROM = 8
+local function keep_skiplist(key, kind)
+  if kind ~= "zset" then
+    return
+  end
+  -- (A user without OBJECT ENCODING, as docs/deployments.md listed the commands before,
+  -- gets an error here: the index then stays as it is.)
+  local encoding = redis.pcall("OBJECT", "ENCODING", key)
+  if (encoding == "listpack" or encoding == "ziplist")
+      and redis.call("ZCARD", key) >= SKIPLIST_FROM then
+    -- (Made here, not once per script call: string.rep costs Redis per byte.)
+    local long = string.rep("\0", 1100)
+    redis.call("ZADD", key, 0, long)
+    redis.call("ZREM", key, long)
+  end
+end
+
 -- Redis does not roll a script back when a command fails half-way, so each script
 -- checks first whatever could fail: the type of every key it touches, and the numbers
 -- it is given. `list` holds key, type, key, type...; a missing key is fine. `seen`
