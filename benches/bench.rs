@@ -63,6 +63,15 @@ fn main() -> ExitCode {
         return figures::worker::stamp(to);
     }
     let opts = Options::parse_args();
+    if let Some(dir) = &opts.scripts {
+        return match write_scripts(dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(&opts) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -71,6 +80,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--scripts DIR`: each script as Redis gets it, and an empty common.lua (the tools
+/// put common.lua before each script).
+fn write_scripts(dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("create {dir:?}"))?;
+    std::fs::write(dir.join("common.lua"), "")?;
+    for (file, text) in redbike::redis::scripts::all() {
+        std::fs::write(dir.join(file), text).with_context(|| format!("write {file}"))?;
+    }
+    Ok(())
 }
 
 /// Runs every wanted group, then the baseline; prints the table. `Ok(false)` when a

@@ -5,10 +5,11 @@
 --     lua5.1 tools/lua_profile.lua calls.lua SCRIPTS claim|finish
 --
 -- (Lua 5.1, as Redis runs: Debian's lua5.1, or deps/lua/src/lua of a Redis source
--- tree.) SCRIPTS is the src/redis/scripts folder to measure; its arguments must be laid
--- out as the capture's. Redis's own work is not counted: `redis` is a stub that answers
--- as a Redis holding the capture's queue would (types by key name, prefix "t"; leases
--- held by their runs; schedules NOW before a claim, STOP after). A VM instruction
+-- tree.) SCRIPTS is the folder of scripts to measure, as tools/redis_instructions.sh
+-- says; its arguments must be laid out as the capture's. Redis's own work is not
+-- counted: `redis` is a stub that answers as a Redis holding the capture's queue
+-- would (types by key name, prefix "t"; leases held by their runs; schedules NOW
+-- before a claim, STOP after). A VM instruction
 -- cost redis-server about 85 to 110 machine instructions in all (callees, allocation
 -- and garbage collection included) on the captures of benches/HISTORY.md, so this
 -- shows where a script's own share goes in seconds rather than a callgrind run.

@@ -4,8 +4,8 @@ tools/redis_instructions.sh as a Lua file, for tools/lua_profile.lua.
 
 Usage: lua_profile.py CAPTURE.mon CAPTURED_SCRIPTS OUT.lua
 
-CAPTURED_SCRIPTS is the src/redis/scripts folder of the build that made the capture
-(its scripts' SHA-1s name the calls in the capture)."""
+CAPTURED_SCRIPTS holds the scripts of the build that made the capture, as
+tools/redis_instructions.sh says (their SHA-1s name the calls in the capture)."""
 import os
 import sys
 

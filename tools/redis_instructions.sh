@@ -13,9 +13,11 @@
 #         script of the same name); prints redis-server's instructions per job (N jobs);
 #         KEEP=FILE also keeps callgrind's output there, for callgrind_annotate
 #
-# CAPTURED_SCRIPTS is src/redis/scripts of the build that made the capture (e.g.
-# `git archive REV src/redis/scripts | tar x -C DIR`), SCRIPTS that of the build to
-# measure; they must lay out their arguments alike. RS names another redis-server.
+# CAPTURED_SCRIPTS holds the scripts of the build that made the capture, SCRIPTS those
+# of the build to measure, each as Redis gets them: from a build's bench program,
+# `cargo bench --bench bench -- --scripts DIR` (since 2026-11-28; before, the build's
+# src/redis/scripts, e.g. `git archive REV src/redis/scripts | tar x -C DIR`). Both must
+# lay out their arguments alike. RS names another redis-server.
 set -e
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

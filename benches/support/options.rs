@@ -45,6 +45,11 @@ pub struct Options {
     /// Also write the results as JSON to this file
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write each Lua script as Redis gets it into this folder (with an empty
+    /// common.lua, for tools/redis_instructions.sh and tools/lua_profile.lua), and run
+    /// nothing else
+    #[arg(long, value_name = "DIR")]
+    pub scripts: Option<PathBuf>,
     /// Exit 1 when a target is not met
     #[arg(long)]
     pub strict: bool,

@@ -1,4 +1,5 @@
--- Helpers shared by the redbike scripts; scripts/mod.rs prepends this file to each of them.
+-- Helpers shared by the redbike scripts; scripts/mod.rs (`assemble`) puts before each
+-- script the helpers it uses.
 
 -- The globals the scripts use, as locals of the chunk: a global is a table lookup by
 -- name at each use (`redis.call` two), a local or upvalue a register read; about 1 %
