@@ -1199,13 +1199,17 @@ fn the_running_index_is_kept_a_skiplist_and_shows_only_jobs() {
         t.set(id, "NOW");
     }
     let running = || -> Vec<String> { t.s.con().zrange("t-leases", 0, -1).unwrap() };
-    assert!(
-        wait_until(10.0, || running().len() == 10
-            && index_encoding(&t.s) == "skiplist"),
-        "{:?} {}",
-        running(),
-        index_encoding(&t.s)
-    );
+    // The index holds `n` jobs, as a skiplist.
+    let skiplist_of = |n: usize| {
+        assert!(
+            wait_until(10.0, || running().len() == n
+                && index_encoding(&t.s) == "skiplist"),
+            "{:?} {}",
+            running(),
+            index_encoding(&t.s)
+        );
+    };
+    skiplist_of(10);
     let mut all: Vec<String> = ids.clone();
     all.push("first:A".into());
     all.sort();
@@ -1222,13 +1226,7 @@ fn the_running_index_is_kept_a_skiplist_and_shows_only_jobs() {
         .unwrap();
     assert_eq!(index_encoding(&t.s), "listpack");
     t.set("last:A", "NOW");
-    assert!(
-        wait_until(10.0, || running().len() == 11
-            && index_encoding(&t.s) == "skiplist"),
-        "{:?} {}",
-        running(),
-        index_encoding(&t.s)
-    );
+    skiplist_of(11);
     // Every run ends as usual, and the index goes with the last of them.
     assert!(wait_until(20.0, || all
         .iter()
