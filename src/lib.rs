@@ -32,9 +32,9 @@
 //!   (`pause.rs`); the number of shards a prefix records (`shards.lua`) in `shards.rs`;
 //!   the audit entries of operators' actions for the event stream, and who acts, in
 //!   `events.rs`.
-//! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with
-//!   `common.lua` (the enqueue rule and the placement logic), and `mod.rs` that loads
-//!   them. The typed functions that build the arguments of the worker's scripts
+//! - `redis/scripts/`: every Lua script, one `.lua` file each, prefixed with the
+//!   helpers of `common.lua` it uses (the enqueue rule and the placement logic among
+//!   them), and `mod.rs` that assembles and loads them. The typed functions that build the arguments of the worker's scripts
 //!   (`claim.lua`, `refresh.lua`, `release.lua`, `finish.lua`) are in `worker.rs`, and
 //!   of `recover.lua` (with `recover_job`, used by recovery and `check --repair`) in
 //!   `recovery.rs`, of `skip.lua` in `skip.rs`, of `backfill.lua` and `cancel_backfill.lua` in

@@ -1,6 +1,7 @@
 //! The Lua scripts that make multi-step changes atomic. Each lives next to this file (in
-//! `src/redis/scripts/`) with a KEYS/ARGV header, and is prefixed with `common.lua`,
-//! which holds the enqueue rule and the placement logic. Each script has one typed Rust
+//! `src/redis/scripts/`) with a KEYS/ARGV header, and is prefixed with the helpers of
+//! `common.lua` it uses ([`assemble`]), which hold the enqueue rule and the placement
+//! logic among others. Each script has one typed Rust
 //! function, the only code that builds its KEYS and ARGV:
 //!
 //! | script | typed function |
