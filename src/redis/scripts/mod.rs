@@ -265,6 +265,22 @@ mod tests {
     }
 
     #[test]
+    fn common_lua_holds_only_definitions() {
+        // A statement at the top level outside a `local` would go with the definition
+        // above it, and be left out with it.
+        for line in include_str!("common.lua").lines() {
+            assert!(
+                line.is_empty()
+                    || line.starts_with(' ')
+                    || line.starts_with("--")
+                    || line.starts_with("local ")
+                    || line == "end",
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
     fn names_in_comments_pull_in_nothing() {
         let used = names_in("-- audit\nlocal x = 1 -- emit\nlocal s = \"a -- place\"\n");
         assert!(!used.contains("audit") && !used.contains("emit"));
