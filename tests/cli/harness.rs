@@ -596,9 +596,21 @@ pub fn send_signal(pid: i32, sig: i32) -> bool {
     unsafe { libc::kill(pid, sig) == 0 }
 }
 
-/// Whether process `pid` exists (a zombie counts until it is reaped).
+/// Whether process `pid` runs: it exists and is no zombie. A killed job whose parent
+/// died waits as a zombie for whatever reaps orphans, which on some machines takes
+/// seconds (an init that reaps on a timer): it is dead all the same.
 pub fn alive(pid: i32) -> bool {
-    send_signal(pid, 0)
+    if !send_signal(pid, 0) {
+        return false;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ...`; comm may hold spaces and parentheses.
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X"))
 }
 
 /// The process group of `pid`, if it exists.

@@ -32,19 +32,6 @@ fn hang_pids(t: &Setup) -> (i32, i32) {
     pids.unwrap_or_default()
 }
 
-/// Whether process `pid` runs: it exists and is no zombie (an orphaned grandchild
-/// waits for whatever reaps orphans here, which may take a while).
-fn running(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // `pid (comm) state ...`; comm may hold spaces.
-    let state = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next());
-    alive(pid) && state != Some("Z")
-}
-
 fn history(t: &Setup, id: &str) -> Vec<serde_json::Value> {
     let out = bike(&t.s, t.d.path())
         .args(["history", id, "--format", "json"])
@@ -73,7 +60,7 @@ fn kill_stops_a_hanging_run_and_the_job_runs_again() {
     );
     let answered = asked.elapsed();
     // The marker names the run until its outcome is written.
-    assert!(wait_until(2.0, || !running(shell) && !running(grandchild)));
+    assert!(wait_until(2.0, || !alive(shell) && !alive(grandchild)));
     let took = asked.elapsed();
     assert!(took < Duration::from_secs(2), "{took:?}");
     eprintln!("kill: the command answered after {answered:?}, the run stopped {took:?} after it was started");
@@ -151,7 +138,7 @@ fn the_marker_stops_a_run_whose_message_was_missed() {
     let tag: String = t.s.con().get("t-work-A-hang:A").unwrap();
     let asked = Instant::now();
     let _: () = t.s.con().hset("t-kill", "hang:A", &tag).unwrap();
-    assert!(wait_until(5.0, || !running(shell)));
+    assert!(wait_until(5.0, || !alive(shell)));
     let took = asked.elapsed();
     assert!(took < Duration::from_secs(3), "{took:?}");
     eprintln!("kill: the marker alone stopped the run after {took:?}");
@@ -257,7 +244,7 @@ fn kill_reaches_the_jobs_shard() {
     let (shell, grandchild) = hang_pids(&t);
     let asked = Instant::now();
     rb().args(["kill", "hang:A"]).run().success();
-    assert!(wait_until(2.0, || !running(shell) && !running(grandchild)));
+    assert!(wait_until(2.0, || !alive(shell) && !alive(grandchild)));
     eprintln!("kill: sharded, the run stopped after {:?}", asked.elapsed());
     assert!(wait_until(10.0, || {
         let told: serde_json::Value =
