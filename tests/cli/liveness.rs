@@ -349,7 +349,17 @@ fn ps_and_stats_name_a_process_kept_from_its_work_by_an_error_retrying_cannot_fi
     let work = start(&s, d.path(), &["work", "A", "--", "true"]);
     assert!(wait_until(10.0, || ps_json(&s, d.path()).len() == 1));
     assert_eq!(ps_json(&s, d.path())[0].get("failing"), None);
+    // The worker did its work once (a run): from then on such an error is retried.
+    // (Before its first claim it ends the worker, exit 78: a setup that cannot work.)
+    bike(&s, d.path())
+        .args(["-c", "rb.toml", "set", "first:A", "NOW"])
+        .ok();
+    assert!(wait_until(10.0, || {
+        let st: Option<String> = s.con().hget("t-statuses", "first:A").unwrap();
+        st.is_some_and(|st| st.starts_with("STP:"))
+    }));
     // The fencing token counter turns into a hash: every claim is refused (WRONGTYPE).
+    let _: () = s.con().del("t-fencing").unwrap();
     let _: () = s.con().hset("t-fencing", "not", "a counter").unwrap();
     // A job queued by hand (`set` refuses over the odd key), announced.
     let mut con = s.con();
