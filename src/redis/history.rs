@@ -6,8 +6,8 @@
 use crate::{
     error::Result,
     history::{
-        job_entries, job_of, parse_entries, recent_figures, recent_runs, stream_runs, unfiled_head,
-        Entry, Query, Recent, StreamEntries, RECENT_RUNS,
+        job_entries, parse_entries, recent_figures, recent_runs, stream_runs, unfiled_head, Entry,
+        Query, Recent, StreamEntries, RECENT_RUNS,
     },
     redis::{keys::Keys, scripts, store::Store},
 };
@@ -92,66 +92,42 @@ pub fn add_job_reads(pipe: &mut redis::Pipeline, keys: &Keys, job: &str) {
 
 /// What one call of [`file_oldest`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Filed {
-    /// Entries filed into their jobs' lists, entries dropped (their jobs are gone),
-    /// and entries left unfiled.
-    Done {
-        /// Entries now in their jobs' lists.
-        filed: u64,
-        /// Entries dropped.
-        dropped: u64,
-        /// Entries still unfiled.
-        left: u64,
-    },
-    /// Another worker filed some of them first: nothing was written.
-    Moved,
+pub struct Filed {
+    /// Entries now in their jobs' lists.
+    pub filed: u64,
+    /// Entries dropped (their jobs are gone, or they name none).
+    pub dropped: u64,
+    /// Entries still unfiled.
+    pub left: u64,
 }
 
-/// Files up to `chunk` of the oldest unfiled runs into their jobs' lists, each kept to
-/// `limit` entries (file_history.lua): reads them, then files them in one call that
-/// writes nothing unless they are still the oldest.
+/// Files up to `chunk` (1..=10,000) of the oldest unfiled runs into their jobs' lists,
+/// each kept to `limit` entries (file_history.lua, which reads, files and removes them
+/// in one step: workers filing at once file each entry once).
 pub fn file_oldest(
     con: &mut impl redis::ConnectionLike,
     keys: &Keys,
     limit: u64,
     chunk: usize,
 ) -> redis::RedisResult<Filed> {
-    let oldest: Vec<Vec<u8>> = redis::cmd("LRANGE")
-        .arg(&keys.unfiled_runs)
-        .arg(0)
-        .arg(chunk as isize - 1)
-        .query(con)?;
-    if oldest.is_empty() {
-        return Ok(Filed::Done {
-            filed: 0,
-            dropped: 0,
-            left: 0,
-        });
-    }
-    let mut inv = scripts::FILE_HISTORY.prepare_invoke();
-    inv.key(&keys.unfiled_runs).key(&keys.schedules).arg(limit);
-    for entry in &oldest {
-        let job = job_of(entry).unwrap_or_default();
-        inv.key(keys.history(&job)).arg(job).arg(entry.as_slice());
-    }
-    match inv.invoke::<redis::Value>(con)? {
-        redis::Value::Array(v) => {
-            let [filed, dropped, left]: [u64; 3] =
-                redis::from_redis_value::<Vec<u64>>(redis::Value::Array(v))?
-                    .try_into()
-                    .map_err(|_| {
-                        redis::RedisError::from((
-                            redis::ErrorKind::UnexpectedReturnType,
-                            "file_history.lua: not three counts",
-                        ))
-                    })?;
-            Ok(Filed::Done {
-                filed,
-                dropped,
-                left,
-            })
-        }
-        _ => Ok(Filed::Moved),
+    let counts: Vec<u64> = scripts::FILE_HISTORY
+        .prepare_invoke()
+        .key(&keys.unfiled_runs)
+        .key(&keys.schedules)
+        .arg(limit)
+        .arg(chunk)
+        .arg(keys.history(""))
+        .invoke(con)?;
+    match counts[..] {
+        [filed, dropped, left] => Ok(Filed {
+            filed,
+            dropped,
+            left,
+        }),
+        _ => Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "file_history.lua: not three counts",
+        ))),
     }
 }
 

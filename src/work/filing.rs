@@ -23,10 +23,6 @@ const BUSY_PACE: Duration = Duration::from_millis(10);
 const LIGHT_PACE: Duration = Duration::from_millis(100);
 /// How long filing rests after an error that retrying at once would repeat.
 const AFTER_ERROR: Duration = Duration::from_secs(5);
-/// How long a worker that found its chunk filed by another leaves filing to it, at
-/// least (a random part is added): many idle workers would otherwise all read the
-/// same oldest entries every few milliseconds, and all but one in vain.
-const AFTER_MOVED: Duration = Duration::from_millis(500);
 
 /// What a worker knows of the unfiled runs, and when it files next.
 pub(super) struct Filing {
@@ -99,18 +95,11 @@ impl Filing {
     ) -> redis::RedisResult<()> {
         let now = Instant::now();
         match file_oldest(con, keys, self.limit, CHUNK) {
-            Ok(filed) => {
-                self.next = match filed {
-                    Filed::Done { left, .. } => {
-                        self.unfiled = left;
-                        match left >= CHUNK as u64 {
-                            true => now + BUSY_PACE,
-                            false => now + LIGHT_PACE,
-                        }
-                    }
-                    Filed::Moved => {
-                        now + AFTER_MOVED + Duration::from_millis(rand::random::<u64>() % 1000)
-                    }
+            Ok(Filed { left, .. }) => {
+                self.unfiled = left;
+                self.next = match left >= CHUNK as u64 {
+                    true => now + BUSY_PACE,
+                    false => now + LIGHT_PACE,
                 };
                 if self.failing {
                     crate::log_info!("worker: filing run history again");

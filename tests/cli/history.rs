@@ -589,6 +589,32 @@ fn filing_keeps_order_counts_an_entry_once_and_drops_unset_jobs() {
     assert_eq!(job_lists(&t), ["t-history-j:A"]);
 }
 
+/// Filing reads each entry's job from the entry itself: ids that JSON writes with
+/// escapes (a quote, a backslash) or that are not ASCII reach their own lists; an entry
+/// that names no job is dropped.
+#[test]
+fn filing_finds_the_job_of_entries_whose_ids_need_escapes() {
+    let t = setup();
+    let ids = ["say \"hi\":A", "back\\slash:A", "caf\u{e9}:A", "plain:A"];
+    let mut con = t.s.con();
+    for id in ids {
+        let _: () = con.hset("t-schedules", id, "FREQ=DAILY").unwrap();
+        let entry = serde_json::json!({"j": id, "o": "ok", "e": 100.0}).to_string();
+        let _: () = con.rpush("t-unfiled-runs", &entry).unwrap();
+    }
+    let _: () = con.rpush("t-unfiled-runs", "not an entry").unwrap();
+    let w = t.worker(&["A"]);
+    assert!(wait_until(5.0, || unfiled(&t) == 0));
+    t.stop(w);
+    for id in ids {
+        let listed: Vec<String> = con.lrange(format!("t-history-{id}"), 0, -1).unwrap();
+        assert_eq!(listed.len(), 1, "{id}: {listed:?}");
+        let entry: serde_json::Value = serde_json::from_str(&listed[0]).unwrap();
+        assert_eq!(entry["j"], id);
+    }
+    assert_eq!(job_lists(&t).len(), ids.len(), "{:?}", job_lists(&t));
+}
+
 #[test]
 fn a_jobs_unfiled_entries_are_found_across_pages() {
     let t = setup();

@@ -298,11 +298,6 @@ local function redis_time()
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
 
--- Records one history entry made by a dispatcher (recover.lua, skip.lua; finish.lua
--- batches its own): to the job's list, trimmed to `limit` (or, with `gone`, the job's
--- list and due field are deleted: it was unset), to the recent runs and
--- to the recent failures. pcalls: a history key of another type (`redbike check` names
--- it) costs the entry only. `h`: {history, recent_runs, recent_failures, due}; `keep_runs`, `keep_failures`: the recent lists' lengths.
 -- Deletes a job's history list, and nothing of another type under its name.
 local function drop_history(key)
   if redis.call("TYPE", key)["ok"] == "list" then
@@ -319,6 +314,12 @@ local function drop_backlog(backlogs, backlog, jobid)
   redis.call("HDEL", backlogs, jobid)
 end
 
+-- Records one history entry made by a dispatcher (recover.lua, skip.lua; finish.lua
+-- batches its own): to the job's list, trimmed to `limit` (or, with `gone`, the job's
+-- list and due field are deleted: it was unset), to the recent runs and
+-- to the recent failures. pcalls: a history key of another type (`redbike check` names
+-- it) costs the entry only. `h`: {history, recent_runs, recent_failures, due};
+-- `keep_runs`, `keep_failures`: the recent lists' lengths.
 local function record_entry(h, jobid, entry, limit, keep_runs, keep_failures, gone)
   if entry == "" then
     return
