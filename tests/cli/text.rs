@@ -562,3 +562,28 @@ fn numbers_out_of_range_in_redis_are_data_not_a_crash() {
         }
     }
 }
+
+/// `ps`'s table escapes what a process wrote of itself cell by cell: a host with a
+/// line feed and escapes stays in its row, each row one line, the columns aligned.
+#[test]
+fn ps_table_escapes_each_cell_and_keeps_its_rows() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let desc = serde_json::json!({"id": "evil", "kind": "worker",
+        "host": "h\nFAKE\u{1b}[2J", "pid": 1, "queues": ["A\u{9b}"], "concurrency": 1,
+        "version": "0\u{202e}", "started": 1, "heartbeat": 1, "ttl": 30});
+    let mut con = s.con();
+    let _: () = con.sadd("t-procs", "evil").unwrap();
+    let _: () = con.set_ex("t-proc-evil", desc.to_string(), 60).unwrap();
+    let (code, out, err) = bike(&s, d.path()).args(["ps"]).run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_inert("ps", &out);
+    let out = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[1].starts_with("worker  h\\x0aFAKE\\x1b[2J  1    A\\u009b  1     0\\u202e"),
+        "{out}"
+    );
+    assert_eq!(lines[0].find("PID"), lines[1].find("1 "), "{out}");
+}
