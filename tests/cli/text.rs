@@ -587,3 +587,17 @@ fn ps_table_escapes_each_cell_and_keeps_its_rows() {
     );
     assert_eq!(lines[0].find("PID"), lines[1].find("1 "), "{out}");
 }
+
+/// `ping` shows the prefix (a bidirectional override is a valid prefix) and what the
+/// server answers by the terminal rule.
+#[test]
+fn ping_escapes_what_it_shows() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let (code, out, err) = bike(&s, d.path())
+        .args(["--prefix", "t\u{202e}x", "ping"])
+        .run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_inert("ping", &out);
+    assert!(has(&out, "\nprefix: t\\u202ex\n"), "{out:?}");
+}
