@@ -601,3 +601,20 @@ fn ping_escapes_what_it_shows() {
     assert_inert("ping", &out);
     assert!(has(&out, "\nprefix: t\\u202ex\n"), "{out:?}");
 }
+
+/// `load`'s line names its file by the terminal rule, as its errors do: a file name may
+/// hold escape sequences and bytes that are not UTF-8.
+#[test]
+fn load_names_its_file_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = RedisServer::start();
+    let d = workdir();
+    let name = std::ffi::OsStr::from_bytes(b"b\x1b]0;x\x07\xff.csv");
+    std::fs::write(d.path().join(name), "x:A,FREQ=DAILY\r\n").unwrap();
+    let (code, out, err) = bike(&s, d.path()).args(["load".as_ref(), name]).run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "loaded 1 job(s) from b\\x1b]0;x\\x07\\xff.csv\n"
+    );
+}
