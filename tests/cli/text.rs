@@ -618,3 +618,25 @@ fn load_names_its_file_escaped() {
         "loaded 1 job(s) from b\\x1b]0;x\\x07\\xff.csv\n"
     );
 }
+
+/// Bytes that are not UTF-8 where a command reads text (another program may write
+/// any) are named as such, never blamed on the server as a reply out of protocol.
+#[test]
+fn values_not_utf8_are_named_as_such() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    let _: () = con.hset("t-schedules", "x:A", "FREQ=DAILY").unwrap();
+    let _: () = con.hset("t-statuses", "x:A", b"TML:1\xff").unwrap();
+    let _: () = con.hset("t-schedules", b"y\xff:A", "FREQ=DAILY").unwrap();
+    for args in [&["tell", "x:A"][..], &["check"]] {
+        let o = bike(&s, d.path()).args(args).run().code(1);
+        assert!(
+            o.stderr
+                .contains("a value is not UTF-8 text where this command reads text"),
+            "{args:?}: {}",
+            o.stderr
+        );
+        assert!(!o.stderr.contains("protocol"), "{args:?}: {}", o.stderr);
+    }
+}
