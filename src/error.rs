@@ -301,6 +301,11 @@ pub fn redis_text(e: &redis::RedisError) -> String {
         _ if e.kind() == redis::ErrorKind::AuthenticationFailed => {
             "authentication failed: wrong user name or password".to_string()
         }
+        _ if is_not_utf8(e) => {
+            "a value is not UTF-8 text where this command reads text (written by \
+             another program?)"
+                .to_string()
+        }
         _ if is_parse_error(e) => {
             "the reply is not in the Redis protocol (is this port a Redis server?)".to_string()
         }
@@ -312,6 +317,12 @@ pub fn redis_text(e: &redis::RedisError) -> String {
 /// Whether the server's reply could not be parsed: something other than Redis answered.
 pub fn is_parse_error(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Parse
+}
+
+/// Whether a well-formed reply held bytes that are not UTF-8 where text was read:
+/// redis-rs reports that as a parse error too, which would blame the server.
+fn is_not_utf8(e: &redis::RedisError) -> bool {
+    is_parse_error(e) && e.to_string().contains("UTF-8")
 }
 
 /// The result type of the library's commands.

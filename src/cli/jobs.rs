@@ -2,6 +2,8 @@
 //! `holds-lease`, `history`, `next` and `load`. Each parses its arguments, calls the
 //! layer below and prints what it returns.
 
+use std::os::unix::ffi::OsStrExt;
+
 use crate::{
     config::Config,
     dispatch::timefile,
@@ -384,6 +386,8 @@ pub(super) fn cmd_load(
         loader::load_split(&shards, &mut checked)?
     };
     control::write_once(&shards, &who(config), "load", "", &n.to_string())?;
-    print_line(&format!("loaded {n} job(s) from {}", file.display()))?;
+    // A file name may hold any byte: shown by the terminal rule, as errors show it.
+    let shown = crate::terminal::bytes(file.as_os_str().as_bytes());
+    print_line(&format!("loaded {n} job(s) from {shown}"))?;
     Ok(ExitCode::Success)
 }

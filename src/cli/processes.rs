@@ -1,7 +1,5 @@
 //! The commands that run or steer processes: `dispatch`, `work`, `control` and `ping`.
 
-use std::io::Write;
-
 use crate::{
     config::Config,
     dispatch::dispatcher,
@@ -16,7 +14,7 @@ use crate::{
 
 use super::{
     jobs::{only_shard, planner},
-    out, parse_ts, print_line, WorkFlags,
+    parse_ts, print_line, WorkFlags,
 };
 
 pub(super) fn cmd_dispatch(
@@ -115,13 +113,17 @@ pub(super) fn cmd_notify(
 
 pub(super) fn cmd_ping(config: &Config) -> Result<ExitCode> {
     let report = crate::operator::ping::ping(config)?;
-    out()
-        .write_all(report.to_string().as_bytes())
-        .map_err(|e| Error::io("cannot write output", e))?;
+    // The prefix, the servers a Sentinel names and what the server answers (its
+    // version, an INFO refusal) are data: each line by the terminal rule.
+    for line in report.to_string().lines() {
+        print_line(&crate::terminal::text(line))?;
+    }
     if config.shards > 1 {
         print_line(&format!("shards: {}", config.shards))?;
         for (k, shard) in shard::all(config)?.iter().enumerate() {
-            print_line(&crate::operator::ping::shard_line(k, shard)?)?;
+            print_line(&crate::terminal::text(&crate::operator::ping::shard_line(
+                k, shard,
+            )?))?;
         }
     }
     Ok(ExitCode::Success)

@@ -98,11 +98,7 @@ fn limits_text(d: &crate::redis::registry::Description) -> String {
 /// escaped when `escape` (a terminal, [`crate::terminal::csv_escapes`]), JSON exact.
 pub fn render(listed: &[Listed], format: Format, now: i64, escape: bool) -> Result<Vec<u8>> {
     match format {
-        Format::Table => Ok(table(listed, now)
-            .split_inclusive('\n')
-            .map(crate::terminal::text)
-            .collect::<String>()
-            .into_bytes()),
+        Format::Table => Ok(table(listed, now).into_bytes()),
         Format::Csv => csv(listed, escape),
         Format::Json => {
             // Strings, numbers and lists of strings always serialize.
@@ -145,7 +141,7 @@ fn csv(listed: &[Listed], escape: bool) -> Result<Vec<u8>> {
         .map_err(|e| Error::io("cannot write output", e.into_error()))
 }
 
-/// Aligned columns; times as UTC and the heartbeat's age.
+/// Aligned columns, each cell by the terminal rule; times as UTC and the heartbeat's age.
 fn table(listed: &[Listed], now: i64) -> String {
     let mut rows = vec![[
         "KIND",
@@ -163,25 +159,30 @@ fn table(listed: &[Listed], now: i64) -> String {
     .map(String::from)];
     for l in listed {
         let d = &l.description;
-        rows.push([
-            d.kind.clone(),
-            d.host.clone(),
-            d.pid.to_string(),
-            match d.queues.is_empty() {
-                true => "-".into(),
-                false => d.queues.join(":"),
-            },
-            d.concurrency.map_or("-".into(), |n| n.to_string()),
-            d.version.clone(),
-            timestamp::iso_utc(d.started),
-            format!("{}s ago", now.saturating_sub(d.heartbeat).max(0)),
-            format!("in {:.0}s", l.expires_in_seconds.ceil()),
-            d.failing.clone().unwrap_or_else(|| "-".into()),
-            match d.limits.is_empty() {
-                true => "-".into(),
-                false => limits_text(d),
-            },
-        ]);
+        rows.push(
+            [
+                d.kind.clone(),
+                d.host.clone(),
+                d.pid.to_string(),
+                match d.queues.is_empty() {
+                    true => "-".into(),
+                    false => d.queues.join(":"),
+                },
+                d.concurrency.map_or("-".into(), |n| n.to_string()),
+                d.version.clone(),
+                timestamp::iso_utc(d.started),
+                format!("{}s ago", now.saturating_sub(d.heartbeat).max(0)),
+                format!("in {:.0}s", l.expires_in_seconds.ceil()),
+                d.failing.clone().unwrap_or_else(|| "-".into()),
+                match d.limits.is_empty() {
+                    true => "-".into(),
+                    false => limits_text(d),
+                },
+            ]
+            // Escaped before they are measured: the columns line up as shown, and each
+            // row stays one line.
+            .map(|cell| crate::terminal::text(&cell).into_owned()),
+        );
     }
     let widths: Vec<usize> = (0..rows[0].len())
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))

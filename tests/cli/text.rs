@@ -562,3 +562,81 @@ fn numbers_out_of_range_in_redis_are_data_not_a_crash() {
         }
     }
 }
+
+/// `ps`'s table escapes what a process wrote of itself cell by cell: a host with a
+/// line feed and escapes stays in its row, each row one line, the columns aligned.
+#[test]
+fn ps_table_escapes_each_cell_and_keeps_its_rows() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let desc = serde_json::json!({"id": "evil", "kind": "worker",
+        "host": "h\nFAKE\u{1b}[2J", "pid": 1, "queues": ["A\u{9b}"], "concurrency": 1,
+        "version": "0\u{202e}", "started": 1, "heartbeat": 1, "ttl": 30});
+    let mut con = s.con();
+    let _: () = con.sadd("t-procs", "evil").unwrap();
+    let _: () = con.set_ex("t-proc-evil", desc.to_string(), 60).unwrap();
+    let (code, out, err) = bike(&s, d.path()).args(["ps"]).run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_inert("ps", &out);
+    let out = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[1].starts_with("worker  h\\x0aFAKE\\x1b[2J  1    A\\u009b  1     0\\u202e"),
+        "{out}"
+    );
+    assert_eq!(lines[0].find("PID"), lines[1].find("1 "), "{out}");
+}
+
+/// `ping` shows the prefix (a bidirectional override is a valid prefix) and what the
+/// server answers by the terminal rule.
+#[test]
+fn ping_escapes_what_it_shows() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let (code, out, err) = bike(&s, d.path())
+        .args(["--prefix", "t\u{202e}x", "ping"])
+        .run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_inert("ping", &out);
+    assert!(has(&out, "\nprefix: t\\u202ex\n"), "{out:?}");
+}
+
+/// `load`'s line names its file by the terminal rule, as its errors do: a file name may
+/// hold escape sequences and bytes that are not UTF-8.
+#[test]
+fn load_names_its_file_escaped() {
+    use std::os::unix::ffi::OsStrExt;
+    let s = RedisServer::start();
+    let d = workdir();
+    let name = std::ffi::OsStr::from_bytes(b"b\x1b]0;x\x07\xff.csv");
+    std::fs::write(d.path().join(name), "x:A,FREQ=DAILY\r\n").unwrap();
+    let (code, out, err) = bike(&s, d.path()).args(["load".as_ref(), name]).run_bytes();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "loaded 1 job(s) from b\\x1b]0;x\\x07\\xff.csv\n"
+    );
+}
+
+/// Bytes that are not UTF-8 where a command reads text (another program may write
+/// any) are named as such, never blamed on the server as a reply out of protocol.
+#[test]
+fn values_not_utf8_are_named_as_such() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    let _: () = con.hset("t-schedules", "x:A", "FREQ=DAILY").unwrap();
+    let _: () = con.hset("t-statuses", "x:A", b"TML:1\xff").unwrap();
+    let _: () = con.hset("t-schedules", b"y\xff:A", "FREQ=DAILY").unwrap();
+    for args in [&["tell", "x:A"][..], &["check"]] {
+        let o = bike(&s, d.path()).args(args).run().code(1);
+        assert!(
+            o.stderr
+                .contains("a value is not UTF-8 text where this command reads text"),
+            "{args:?}: {}",
+            o.stderr
+        );
+        assert!(!o.stderr.contains("protocol"), "{args:?}: {}", o.stderr);
+    }
+}
