@@ -91,18 +91,22 @@ impl Store<'_> {
     /// Everything known about one job, read in one round trip.
     pub fn tell(&mut self, jobid: &str) -> Result<JobInfo> {
         let q = queue_of(jobid);
+        // Values are read as bytes: another program may have written bytes that are not
+        // UTF-8 into a status, schedule or note, which `tell` shows (as U+FFFD) rather
+        // than refuse the whole job over.
+        type Bytes = Option<Vec<u8>>;
         type Reply = (
-            Option<String>,
-            Option<String>,
+            Bytes,
+            Bytes,
             Option<f64>,
             i64,
             bool,
-            Option<String>,
-            Option<String>,
+            Bytes,
+            Bytes,
             bool,
-            Option<String>,
+            Bytes,
             u64,
-            Option<String>,
+            Bytes,
             Vec<Vec<u8>>,
         );
         let mut pipe = redis::pipe();
@@ -133,17 +137,27 @@ impl Store<'_> {
             backlog_next,
             runs,
         ): Reply = pipe.query(self.con)?;
+        let text = |b: Bytes| b.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let (status, schedule, last_failure, paused, retry, backlog_next) = (
+            text(status),
+            text(schedule),
+            text(last_failure),
+            text(paused),
+            text(retry),
+            text(backlog_next),
+        );
         // Keys of another type (`check` names them) read as no staleness.
         let fresh_until: Option<f64> = redis::cmd("ZSCORE")
             .arg(&self.keys.fresh_until)
             .arg(jobid)
             .query(self.con)
             .unwrap_or(None);
-        let marked: Option<String> = redis::cmd("HGET")
+        let marked: Bytes = redis::cmd("HGET")
             .arg(&self.keys.stale)
             .arg(jobid)
             .query(self.con)
             .unwrap_or(None);
+        let marked = text(marked);
         let fresh_until = fresh_until.map(|t| crate::schedule::timestamp::unix_of(t.ceil()));
         let now = crate::schedule::timestamp::now();
         let stale = match (
