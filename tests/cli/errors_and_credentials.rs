@@ -248,7 +248,16 @@ fn a_dispatcher_meeting_a_wrong_type_later_logs_it_once_as_refused_not_an_outage
     let d = workdir();
     let w = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
     assert!(wait_stderr(w.child(), "dispatcher starting", 10.0));
-    std::thread::sleep(Duration::from_millis(1500));
+    // Past its first pass (a due job queued), after which such an error is retried
+    // (before it, the dispatcher ends: exit 78, see the test above).
+    bike(&s, d.path()).args(["set", "due:A", "FREQ=DAILY"]).ok();
+    let _: () = s.con().zadd("t-timeline", "due:A", 1).unwrap();
+    assert!(wait_until(10.0, || s
+        .con()
+        .llen::<_, usize>("t-work-A")
+        .unwrap()
+        == 1));
+    let _: () = s.con().del("t-timeline").unwrap();
     let _: () = s.con().set("t-timeline", "not a sorted set").unwrap();
     std::thread::sleep(Duration::from_secs(4));
     let mut w = w;
