@@ -222,7 +222,7 @@ async fn pause_job(
         &app,
         &headers,
         id,
-        crate::jobid::validate_stored,
+        crate::jobid::validate_placeable,
         |store, config, id| {
             control::pause_job(store, id, PAUSE_NOTE, timestamp::now(), &by_serve(config))
         },

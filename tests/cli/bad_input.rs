@@ -687,6 +687,11 @@ fn cases() -> Vec<Case> {
             "redbike.retries: queue name \"A\\u{7}\" cannot be used: it contains a control character",
         ),
         case(
+            "pause: colliding queue",
+            &["pause", "x:A-members"],
+            "queue name \"A-members\" cannot be used",
+        ),
+        case(
             "next --job bad id",
             &["next", "FREQ=DAILY", "--job", "bad:"],
             "job id \"bad:\" ends with ':'",
