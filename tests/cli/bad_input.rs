@@ -692,6 +692,16 @@ fn cases() -> Vec<Case> {
             "queue name \"A-members\" cannot be used",
         ),
         case(
+            "notify --exec of nothing",
+            &["notify", "--exec", ""],
+            "--exec names no command",
+        ),
+        case(
+            "notify --exec not found",
+            &["notify", "--exec", "/nonexistent/redbike-alert"],
+            "--exec command \"/nonexistent/redbike-alert\" not found or not executable",
+        ),
+        case(
             "next --job bad id",
             &["next", "FREQ=DAILY", "--job", "bad:"],
             "job id \"bad:\" ends with ':'",
