@@ -702,6 +702,11 @@ fn cases() -> Vec<Case> {
             "--exec command \"/nonexistent/redbike-alert\" not found or not executable",
         ),
         case(
+            "serve --token-file missing",
+            &["serve", "--allow-control", "--token-file", "missing.token"],
+            "cannot read --token-file \"missing.token\"",
+        ),
+        case(
             "next --job bad id",
             &["next", "FREQ=DAILY", "--job", "bad:"],
             "job id \"bad:\" ends with ':'",
