@@ -1,5 +1,5 @@
-//! This process's host name, as the registry of live processes and the run history
-//! name the process that wrote something.
+//! This process's host: its name, as the registry of live processes and the run history
+//! name the process that wrote something, and whether a program can be run on it.
 
 use std::sync::LazyLock;
 
@@ -19,4 +19,20 @@ pub fn name() -> &'static str {
         }
     });
     &NAME
+}
+
+/// Whether `program` names an executable file: as a path when it holds a `/`, else
+/// somewhere on `$PATH` (as exec would look it up). Refusing at start beats failing
+/// every job, or every notification, later.
+pub fn runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
+    })
 }

@@ -108,7 +108,7 @@ fn keys_are_its_own(id: &str, queue: &str) -> Result<(), JobIdError> {
     Ok(())
 }
 
-/// Checks that `id` can name a stored job (`tell`, `unset`, `pause`, `history`): any id
+/// Checks that `id` can name a stored job (`tell`, `unset`, `kill`, `history`): any id
 /// but the empty one. The layout holds any string, and the Python original stores ids
 /// [`validate`] refuses (white space at the ends, control characters, colliding queue
 /// names), which must stay reachable to be inspected and removed.
@@ -119,7 +119,8 @@ pub fn validate_stored(id: &str) -> Result<(), JobIdError> {
     Ok(())
 }
 
-/// Checks that a stored job can be put in its queue (`run`, `resume`): it names a queue,
+/// Checks that a stored job can be put in its queue (`run`, `resume`, and `pause`,
+/// which resume undoes): it names a queue,
 /// and its queue's keys are no other keys of ours.
 pub fn validate_placeable(id: &str) -> Result<(), JobIdError> {
     validate_stored(id)?;

@@ -129,7 +129,8 @@
 //!   (`jobid.rs`), the test hooks only debug builds read (`test_hook.rs`), the rule for
 //!   showing untrusted text to people, escaped on terminals and in logs, exact in JSON
 //!   and piped CSV (`terminal.rs`), per-queue jitter (`jitter.rs`, used by the policy, dispatch and
-//!   load alike), and the host name processes and history entries carry (`host.rs`).
+//!   load alike), and the host: the name processes and history entries carry, and whether a program
+//!   runs on it (`host.rs`).
 //!
 //! Unit tests live in `tests.rs` files beside the module they test.
 //!

@@ -406,23 +406,6 @@ impl Config {
                     message: format!("queue {queue}: {why}"),
                 })?;
         }
-        let queue_names = t.queues.iter().flat_map(|q| q.split(':')).map(str::trim);
-        for (key, name) in queue_names
-            .map(|q| ("redbike.queues", q))
-            .chain(timeouts.keys().map(|q| ("redbike.timeouts", q.as_str())))
-            .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
-            .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
-            .chain(retries.keys().map(|q| ("redbike.retries", q.as_str())))
-            .chain(queue_limits.keys().map(|q| ("redbike.limits", q.as_str())))
-            .chain(stale.keys().map(|q| ("redbike.stale", q.as_str())))
-        {
-            if let Some(why) = crate::redis::keys::queue_collision(name) {
-                return Err(ConfigError::Value {
-                    key,
-                    message: format!("queue name {name:?} cannot be used: {why}"),
-                });
-            }
-        }
         let grace_period = in_range(
             "redbike.grace-period",
             limits::GRACE,
@@ -496,6 +479,34 @@ impl Config {
                 },
             )?;
             queue_output_limits.insert(queue, limits);
+        }
+        // Empty pieces of `queues` ("A::B") are left to the worker's own parser.
+        let queue_names = t
+            .queues
+            .iter()
+            .flat_map(|q| q.split(':'))
+            .map(str::trim)
+            .filter(|q| !q.is_empty());
+        for (key, name) in queue_names
+            .map(|q| ("redbike.queues", q))
+            .chain(timeouts.keys().map(|q| ("redbike.timeouts", q.as_str())))
+            .chain(catch_up.keys().map(|q| ("redbike.catch-up", q.as_str())))
+            .chain(jitter.keys().map(|q| ("redbike.jitter", q.as_str())))
+            .chain(retries.keys().map(|q| ("redbike.retries", q.as_str())))
+            .chain(queue_limits.keys().map(|q| ("redbike.limits", q.as_str())))
+            .chain(stale.keys().map(|q| ("redbike.stale", q.as_str())))
+            .chain(
+                queue_output_limits
+                    .keys()
+                    .map(|q| ("redbike.output-limits", q.as_str())),
+            )
+        {
+            if let Some(why) = queue_name_problem(name) {
+                return Err(ConfigError::Value {
+                    key,
+                    message: format!("queue name {name:?} cannot be used: {why}"),
+                });
+            }
         }
         let prefix = t.prefix.unwrap_or_else(|| "redbike".into());
         check_prefix(&prefix)?;
@@ -612,6 +623,23 @@ fn from_override(flag: &'static str) -> impl Fn(ConfigError) -> ConfigError {
             ConfigError::Value { key: flag, message }
         }
         e => e,
+    }
+}
+
+/// Why `name`, a queue named in the config file, is one no job can be in (a setting
+/// for it would never apply), if it is.
+fn queue_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("it is empty; name the queue (the part of a job id after its last ':')".into())
+    } else if name.contains(':') {
+        Some("a queue name has no ':' (it is the part of a job id after the last ':'); name the queue alone".into())
+    } else if name.trim() != name {
+        Some("it has white space at its start or end; remove it".into())
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character; remove it".into())
+    } else {
+        crate::redis::keys::queue_collision(name)
+            .map(|why| format!("{why}; pick another queue name"))
     }
 }
 

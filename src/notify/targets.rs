@@ -115,6 +115,19 @@ enum Attempt {
 impl Targets {
     /// The targets: `exec` (program and arguments, empty for none), `webhook`.
     pub fn new(exec: &[String], webhook: Option<&str>, bounds: Bounds) -> Result<Targets, String> {
+        if let Some(program) = exec.first() {
+            if program.is_empty() {
+                return Err(
+                    "--exec names no command: give a program (and its arguments) after --exec"
+                        .into(),
+                );
+            }
+            if !crate::host::runnable(program) {
+                return Err(format!(
+                    "--exec command {program:?} not found or not executable; give a path or a program on $PATH"
+                ));
+            }
+        }
         let exec = (!exec.is_empty()).then(|| Exec {
             argv: exec.to_vec(),
             trouble: Trouble::default(),

@@ -207,7 +207,9 @@ pub fn run(config: &Config, id: &str, now: i64, who: &Who) -> Result<RunReport> 
 /// [`pause_job`] on `config`'s prefix, in the job's shard.
 pub fn pause(config: &Config, id: &str, note: &str, now: i64, who: &Who) -> Result<Paused> {
     check_note(note)?;
-    jobid::validate_stored(id)?;
+    // As placeable as `resume` needs: a pause that resume refuses would never end, and
+    // a colliding queue's key is another key of ours, which pause.lua would meet.
+    jobid::validate_placeable(id)?;
     let config = &shard::checked_for_job(config, id)?;
     with_store(&config.redis, |store| pause_job(store, id, note, now, who))
 }

@@ -50,8 +50,12 @@ pub fn routes() -> Router<Arc<App>> {
 /// not part of it.
 pub fn load_token(file: Option<&std::path::Path>) -> Result<Vec<u8>> {
     let text = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| Error::io(format!("cannot read --token-file {}", path.display()), e))?,
+        // A file that cannot be read is the operator's input, as `load` and `-c` treat theirs.
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            Error::Input(format!(
+                "cannot read --token-file {path:?}: {e}; give a readable file holding the token"
+            ))
+        })?,
         None => std::env::var(TOKEN_VAR).map_err(|_| {
             Error::Input(format!(
                 "--allow-control needs a token: set {TOKEN_VAR} or give --token-file"
@@ -222,7 +226,7 @@ async fn pause_job(
         &app,
         &headers,
         id,
-        crate::jobid::validate_stored,
+        crate::jobid::validate_placeable,
         |store, config, id| {
             control::pause_job(store, id, PAUSE_NOTE, timestamp::now(), &by_serve(config))
         },

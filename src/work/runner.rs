@@ -97,7 +97,7 @@ impl CommandRunner {
                 "no command to run: give it after `--` (redbike work A -- /path/to/job) or set `command` in [redbike]".into(),
             ));
         }
-        if !runnable(&command[0]) {
+        if !crate::host::runnable(&command[0]) {
             return Err(Error::Input(format!(
                 "command {:?} not found or not executable; give a path or a program on $PATH",
                 command[0]
@@ -187,22 +187,6 @@ impl CommandRunner {
             };
         }
     }
-}
-
-/// Whether `program` names an executable file: as a path when it holds a `/`, else
-/// somewhere on `$PATH` (as exec would look it up). Refusing at start beats marking
-/// every job DIE.
-fn runnable(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        return executable(std::path::Path::new(program));
-    }
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
-    })
 }
 
 /// The output of one job on its way to the log, each line prefixed with the job id.

@@ -660,6 +660,52 @@ fn cases() -> Vec<Case> {
             "[redbike.jitter]\nA-A = 60\n",
             "redbike.jitter: queue name \"A-A\" cannot be used",
         ),
+        // A per-queue setting for a queue no job can be in would never apply.
+        config(
+            "output-limits queue name collides",
+            "[redbike.output-limits.A-members]\nlog-lines = 5\n",
+            "redbike.output-limits: queue name \"A-members\" cannot be used",
+        ),
+        config(
+            "timeouts queue name holds ':'",
+            "[redbike.timeouts]\n\"a:b\" = 5\n",
+            "redbike.timeouts: queue name \"a:b\" cannot be used: a queue name has no ':'",
+        ),
+        config(
+            "limits queue name empty",
+            "[redbike.limits]\n\"\" = 5\n",
+            "redbike.limits: queue name \"\" cannot be used: it is empty",
+        ),
+        config(
+            "stale queue name padded",
+            "[redbike.stale]\n\" A\" = 5\n",
+            "redbike.stale: queue name \" A\" cannot be used: it has white space",
+        ),
+        config(
+            "retries queue name with a control character",
+            "[redbike.retries.\"A\\u0007\"]\nattempts = 2\n",
+            "redbike.retries: queue name \"A\\u{7}\" cannot be used: it contains a control character",
+        ),
+        case(
+            "pause: colliding queue",
+            &["pause", "x:A-members"],
+            "queue name \"A-members\" cannot be used",
+        ),
+        case(
+            "notify --exec of nothing",
+            &["notify", "--exec", ""],
+            "--exec names no command",
+        ),
+        case(
+            "notify --exec not found",
+            &["notify", "--exec", "/nonexistent/redbike-alert"],
+            "--exec command \"/nonexistent/redbike-alert\" not found or not executable",
+        ),
+        case(
+            "serve --token-file missing",
+            &["serve", "--allow-control", "--token-file", "missing.token"],
+            "cannot read --token-file \"missing.token\"",
+        ),
         case(
             "next --job bad id",
             &["next", "FREQ=DAILY", "--job", "bad:"],
