@@ -532,13 +532,14 @@ fn calls() -> Vec<Call> {
             )
         },
         Call {
-            order: vec![UNFILED.0, SCHEDULES.0, HISTORY.0],
+            // The job's list is named by the script (the prefix, then the id the entry
+            // gives).
             tolerant: vec![HISTORY],
             ..call(
                 "file_history",
                 include_str!("../../src/redis/scripts/file_history.lua"),
                 &[UNFILED, SCHEDULES],
-                &["20", "j:A", UNFILED_ENTRY],
+                &["20", "500", "t-history-"],
             )
         },
     ]
