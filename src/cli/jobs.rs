@@ -385,7 +385,10 @@ pub(super) fn cmd_load(
     } else {
         loader::load_split(&shards, &mut checked)?
     };
-    control::write_once(&shards, &who(config), "load", "", &n.to_string())?;
+    // An action is recorded when it changed something (docs/events.md).
+    if n > 0 {
+        control::write_once(&shards, &who(config), "load", "", &n.to_string())?;
+    }
     // A file name may hold any byte: shown by the terminal rule, as errors show it.
     let shown = crate::terminal::bytes(file.as_os_str().as_bytes());
     print_line(&format!("loaded {n} job(s) from {shown}"))?;

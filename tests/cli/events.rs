@@ -201,6 +201,7 @@ fn each_operator_action_is_one_audit_entry_naming_its_user() {
     let hour_ago = (now() - 3600).to_string();
     let later = (now() - 3600 + 150).to_string();
     std::fs::write(path(&t.d, "f.csv"), "l1:A,FREQ=MINUTELY\nl2:A,FREQ=DAILY\n").unwrap();
+    std::fs::write(path(&t.d, "empty.csv"), "").unwrap();
     let steps: &[(&[&str], Action)] = &[
         (
             &["set", "j:A", "FREQ=MINUTELY"],
@@ -220,6 +221,8 @@ fn each_operator_action_is_one_audit_entry_naming_its_user() {
         (&["control", "HALT"], ("control", "", "HALT")),
         (&["control", "RESUME"], ("control", "", "RESUME")),
         (&["load", "f.csv"], ("load", "", "2")),
+        // No job loaded: nothing changed.
+        (&["load", "empty.csv"], ("", "", "")),
         (
             &["backfill", "l1:A", "--from", &hour_ago, "--to", &later],
             ("backfill", "l1:A", ""),
