@@ -643,3 +643,61 @@ fn values_not_utf8_are_named_as_such() {
     assert_eq!(told["status"], "TML:1\u{fffd}", "{told}");
     assert_eq!(told["schedule"], "FREQ=DAILY", "{told}");
 }
+
+/// `stats` and `top --once` read ids, queue names and values another program wrote with
+/// bytes that are not UTF-8 (U+FFFD for each such byte) and give their figures.
+#[test]
+fn monitors_read_values_not_utf8() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    let _: () = con.hset("t-schedules", "x:A", "FREQ=DAILY").unwrap();
+    let _: () = con.hset("t-statuses", "x:A", b"TML:1\xff").unwrap();
+    let _: () = con
+        .hset(
+            "t-paused-queues",
+            b"Q\xff",
+            b"{\"since\":1700000000,\"note\":\"n\xff\"}",
+        )
+        .unwrap();
+    let _: () = con.hset("t-paused", b"p\xff:A", "1700000000").unwrap();
+    let _: () = con.zadd("t-timeline", b"u\xff:A", 1).unwrap();
+    let _: () = con.zadd("t-leases", b"y\xff:A", 1).unwrap();
+    let _: () = con.hset("t-failures", b"f\xff:A", "DIE:5").unwrap();
+    let _: () = con.rpush("t-work-A", b"q\xff:A").unwrap();
+    let _: () = con
+        .hset("t-statuses", b"q\xff:A", "ENQ:1700000000")
+        .unwrap();
+    let _: () = con.set("t-control", b"H\xff").unwrap();
+    let text = bike(&s, d.path())
+        .args(["stats", "--scan", "--queues", "A"])
+        .ok();
+    assert!(text.contains("paused      queue Q\u{fffd} "), "{text}");
+    assert!(text.contains("unparsable  1 status value(s)"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(
+        &bike(&s, d.path())
+            .args(["stats", "--format", "json", "--queues", "A"])
+            .ok(),
+    )
+    .unwrap();
+    assert_eq!(json["paused_queues"][0]["queue"], "Q\u{fffd}", "{json}");
+    assert_eq!(json["paused_queues"][0]["since"], 1700000000, "{json}");
+    assert_eq!(json["running"], 1, "{json}");
+    // The queue's oldest entry found its status by the id as stored.
+    assert!(
+        json["queues"][0]["oldest_age_seconds"].as_i64() > Some(0),
+        "{json}"
+    );
+    let top = bike(&s, d.path())
+        .args(["top", "--once", "--queues", "A"])
+        .ok();
+    for shown in [
+        "Q\u{fffd} (paused)",
+        "y\u{fffd}:A",
+        "u\u{fffd}:A",
+        "p\u{fffd}:A",
+        "f\u{fffd}:A",
+    ] {
+        assert!(top.contains(shown), "{shown}: {top}");
+    }
+}
