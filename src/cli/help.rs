@@ -308,7 +308,9 @@ queue X-members is queue X's members set, queue X-X is job X's lease; move its j
 another queue: `redbike unset` each, then set it under another queue name), colliding-id \
 (such a job, stored by the Python original; never repaired: unset it), odd-id (a stored \
 job id `set` refuses, white space at its ends or control characters; informational, \
-every other command names it), overdue (a job on the timeline due for longer than overdue-after, \
+every other command names it), not-utf8 (a job id that is not UTF-8, written by another \
+program; a row per key that holds it, left out of the other checks; never repaired: \
+remove it with redis-cli), overdue (a job on the timeline due for longer than overdue-after, \
 default 60 s: no dispatcher runs, or HALT is set; never repaired, since what is \
 missing is a dispatcher: start one, or `redbike control RESUME`; like held rows it is \
 reported, not counted as a problem), stale (a job that has not succeeded by its deadline: no success within its queue's [redbike.stale] bound, or within two of its schedule's intervals and a grace; marked by a dispatcher, or its deadline passed with none marking it; reported, not counted as a problem; see Stale jobs in docs/liveness.md). Odd keys never stop the walk: the jobs and queues they touch are left \

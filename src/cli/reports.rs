@@ -51,8 +51,8 @@ pub(super) fn cmd_check(config: &Config, repair: bool) -> Result<ExitCode> {
     let escape = crate::terminal::csv_escapes();
     let who = super::jobs::who(config);
     let report = check::check_all(config, repair, &who, |f: &check::Finding| {
-        let record = [f.kind, &f.jobid, &f.detail]
-            .map(|field| crate::terminal::csv_field(field.as_bytes(), escape));
+        let record = [f.kind.as_bytes(), &f.jobid, f.detail.as_bytes()]
+            .map(|field| crate::terminal::csv_field(field, escape));
         if let Err(e) = rows.write_record(record).and_then(|()| Ok(rows.flush()?)) {
             write_error.get_or_insert(e);
         }

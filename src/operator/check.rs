@@ -6,6 +6,9 @@
 //! A paused job (`redbike pause`) is out of circulation on purpose: it is reported as
 //! `paused` (informational), and as a problem only where it should not be (on the
 //! timeline, or in its queue without a run asked).
+//! Ids and values are read as bytes, since another program may have written any: a job
+//! id that is not UTF-8 is reported (`not-utf8`) and left out of the other checks, and a
+//! value that is not UTF-8 is checked with U+FFFD for its bytes.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -22,7 +25,7 @@ use crate::{
         self,
         recovery::{recover_job, Lost},
     },
-    redis::store::{with_store, Place, Scan, Store},
+    redis::store::{lossy, with_store, Place, Scan, Store},
     schedule::Schedule,
     shard::{self, Order},
 };
@@ -35,12 +38,11 @@ const CHUNK: usize = 1000;
 pub struct Finding {
     /// What is wrong, e.g. `out-of-circulation`; `held` and `bad` are informational.
     pub kind: &'static str,
-    /// The job.
-    pub jobid: String,
+    /// The job, as stored: another program may have written one that is not UTF-8
+    /// (`not-utf8`).
+    pub jobid: Vec<u8>,
     /// Details: the queue, the schedule, the places.
     pub detail: String,
-    /// The queue whose keys the repair touches.
-    queue: String,
 }
 
 /// What the walk saw.
@@ -245,15 +247,18 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         let mut found: Vec<(String, String)> = Vec::new();
         let mut marked = BTreeSet::new();
         let mut scan = Scan::new("HSCAN", Some(&k.stale), &[]);
-        while let Some(page) = scan.next_page::<(String, String)>(self.store.con)? {
+        while let Some(page) = scan.next_page::<(Vec<u8>, Vec<u8>)>(self.store.con)? {
             for (id, raw) in page {
-                found.push((id.clone(), stale_detail(&raw)));
-                marked.insert(id);
+                let Some(id) = self.id_text(&id, &k.stale) else {
+                    continue;
+                };
+                found.push((id.to_string(), stale_detail(&lossy(raw))));
+                marked.insert(id.to_string());
             }
         }
         let mut from = 0;
         loop {
-            let page: Vec<(String, f64)> = redis::cmd("ZRANGEBYSCORE")
+            let page: Vec<(Vec<u8>, f64)> = redis::cmd("ZRANGEBYSCORE")
                 .arg(&k.fresh_until)
                 .arg("-inf")
                 .arg(format!("({now}"))
@@ -264,13 +269,16 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                 .query(self.store.con)?;
             let n = page.len();
             for (id, deadline) in page {
+                let Some(id) = self.id_text(&id, &k.fresh_until) else {
+                    continue;
+                };
                 // Stale already (a `set` gave it a deadline again): one row.
-                if marked.contains(&id) {
+                if marked.contains(id) {
                     continue;
                 }
                 let d = deadline as i64;
                 found.push((
-                    id,
+                    id.to_string(),
                     format!(
                         "no success by its deadline {} ({}s ago); not yet marked: no dispatcher has looked since (see redbike ps)",
                         crate::schedule::timestamp::iso_utc(d),
@@ -287,8 +295,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         for (id, detail) in found {
             let f = Finding {
                 kind: "stale",
-                queue: queue_of(&id).to_string(),
-                jobid: id,
+                jobid: id.into_bytes(),
                 detail,
             };
             (self.emit)(&f);
@@ -347,7 +354,14 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         let backlog = k.backlog("");
         let pattern = format!("{}-*", glob_escape(&k.prefix));
         let mut scan = Scan::new("SCAN", None, &["MATCH", &pattern]);
-        while let Some(keys) = scan.next_page::<String>(self.store.con)? {
+        while let Some(keys) = scan.next_page::<Vec<u8>>(self.store.con)? {
+            // A name that is not UTF-8 is no name redbike gives: the key of a job or
+            // queue another program named so, whose id is reported (`not-utf8`) where
+            // it is stored.
+            let keys: Vec<String> = keys
+                .into_iter()
+                .filter_map(|key| String::from_utf8(key).ok())
+                .collect();
             if keys.is_empty() {
                 continue;
             }
@@ -414,9 +428,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         for (kind, detail) in findings {
             (self.emit)(&Finding {
                 kind,
-                jobid: String::new(),
+                jobid: Vec::new(),
                 detail,
-                queue: String::new(),
             });
             self.summary.problems += 1;
         }
@@ -430,10 +443,11 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         if self.types.get(&procs).is_none_or(|t| t != "set") {
             return Ok(Vec::new());
         }
-        let ids: Vec<String> = redis::cmd("SMEMBERS").arg(&procs).query(self.store.con)?;
+        let ids: Vec<Vec<u8>> = redis::cmd("SMEMBERS").arg(&procs).query(self.store.con)?;
         let mut findings = Vec::new();
-        for id in ids {
-            let key = self.store.keys.proc(&id);
+        // An id that is not UTF-8 is none redbike registers: it has no key of ours.
+        for id in ids.iter().filter_map(|id| std::str::from_utf8(id).ok()) {
+            let key = self.store.keys.proc(id);
             match self.types.get(&key).map(String::as_str) {
                 None | Some("string") => {}
                 Some(ty) => findings.push((
@@ -456,9 +470,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     ) -> RedisResult<()> {
         let f = Finding {
             kind,
-            jobid: jobid.to_string(),
+            jobid: jobid.as_bytes().to_vec(),
             detail,
-            queue: queue.to_string(),
         };
         if kind == "held" || kind == "bad" {
             (self.emit)(&f);
@@ -472,7 +485,7 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         }
         // Confirm (or fix) atomically: the walk is not a snapshot, and a job that moved
         // meanwhile is no problem.
-        if !self.fix(&f, None, !self.repair)? {
+        if !self.fix(kind, jobid, queue, None, !self.repair)? {
             return Ok(());
         }
         (self.emit)(&f);
@@ -483,28 +496,34 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         Ok(())
     }
 
-    /// Runs repair.lua for a finding (`dry`: only whether its condition holds);
-    /// `schedule` for unparsable ones.
-    fn fix(&mut self, f: &Finding, schedule: Option<&str>, dry: bool) -> RedisResult<bool> {
+    /// Runs repair.lua for a finding of `kind` of job `id` whose repair touches the keys
+    /// of `queue` (`dry`: only whether its condition holds); `schedule`, as stored, for
+    /// unparsable ones.
+    fn fix(
+        &mut self,
+        kind: &'static str,
+        id: &str,
+        queue: &str,
+        schedule: Option<&[u8]>,
+        dry: bool,
+    ) -> RedisResult<bool> {
         let k = &self.store.keys;
         let mut inv = scripts::REPAIR.prepare_invoke();
         inv.key(&k.schedules)
             .key(&k.statuses)
             .key(&k.timeline)
-            .key(k.queue(&f.queue))
-            .key(k.members(&f.queue))
-            .key(k.lease(&f.jobid))
+            .key(k.queue(queue))
+            .key(k.members(queue))
+            .key(k.lease(id))
             .key(&k.failures)
             .key(&k.paused)
             .key(&k.rerun)
-            .arg(f.kind)
-            .arg(&f.jobid)
-            .arg(schedule.unwrap_or(""))
+            .arg(kind)
+            .arg(id)
+            .arg(schedule.unwrap_or_default())
             .arg(crate::schedule::timestamp::now())
             .arg(scripts::flag(dry));
-        self.who
-            .audit("repair", &f.jobid, f.kind)
-            .add_to(&mut inv, k);
+        self.who.audit("repair", id, kind).add_to(&mut inv, k);
         let changed: RedisResult<i64> = inv.invoke(self.store.con);
         match changed {
             // A key of the job of another type (a lease key that is another queue's
@@ -517,10 +536,10 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     fn check_queue(&mut self, q: &str) -> RedisResult<()> {
         let list = self.store.keys.queue(q);
         let members_key = self.store.keys.members(q);
-        let mut entries: HashMap<String, usize> = HashMap::new();
+        let mut entries: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut start = 0;
         loop {
-            let chunk: Vec<String> = redis::cmd("LRANGE")
+            let chunk: Vec<Vec<u8>> = redis::cmd("LRANGE")
                 .arg(&list)
                 .arg(start)
                 .arg(start + CHUNK as i64 - 1)
@@ -533,20 +552,24 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             }
             start += CHUNK as i64;
         }
-        let ids: Vec<String> = entries.keys().cloned().collect();
+        let ids: Vec<Vec<u8>> = entries.keys().cloned().collect();
         for part in ids.chunks(CHUNK) {
             let flags: Vec<bool> = redis::cmd("SMISMEMBER")
                 .arg(&members_key)
                 .arg(part)
                 .query(self.store.con)?;
             for (id, member) in part.iter().zip(flags) {
-                self.check_entry(q, id, entries[id], member)?;
+                if let Some(text) = self.id_text(id, &list) {
+                    self.check_entry(q, text, entries[id], member)?;
+                }
             }
         }
         let mut scan = Scan::new("SSCAN", Some(&members_key), &[]);
-        while let Some(members) = scan.next_page::<String>(self.store.con)? {
+        while let Some(members) = scan.next_page::<Vec<u8>>(self.store.con)? {
             for id in members.iter().filter(|id| !entries.contains_key(*id)) {
-                self.found("member-without-entry", id, q, format!("queue {q}"))?;
+                if let Some(id) = self.id_text(id, &members_key) {
+                    self.found("member-without-entry", id, q, format!("queue {q}"))?;
+                }
             }
         }
         Ok(())
@@ -589,8 +612,13 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             "status-of-unknown-job"
         };
         let mut walk = Scan::new(scan, Some(&key), &[]);
-        while let Some(page) = walk.next_page::<String>(self.store.con)? {
-            let ids: Vec<&String> = page.iter().step_by(2).collect();
+        while let Some(page) = walk.next_page::<Vec<u8>>(self.store.con)? {
+            let mut ids = Vec::new();
+            for id in page.iter().step_by(2) {
+                if let Some(id) = self.id_text(id, &key) {
+                    ids.push(id);
+                }
+            }
             let mut pipe = redis::pipe();
             for id in &ids {
                 pipe.hexists(&self.store.keys.schedules, *id);
@@ -613,14 +641,15 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         let key = self.store.keys.schedules.clone();
         let mut lost = Vec::new();
         let mut walk = Scan::new("HSCAN", Some(&key), &[]);
-        while let Some(page) = walk.next_page::<String>(self.store.con)? {
-            let jobs: Vec<(String, String)> = page
-                .chunks(2)
-                .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
-                .collect();
-            self.summary.jobs += jobs.len();
-            for (id, _) in &jobs {
-                self.check_id(id);
+        while let Some(page) = walk.next_page::<Vec<u8>>(self.store.con)? {
+            let mut jobs: Vec<(String, Vec<u8>)> = Vec::new();
+            let mut it = page.into_iter();
+            while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
+                self.summary.jobs += 1;
+                if let Some(id) = self.id_text(&id, &key) {
+                    self.check_id(id);
+                    jobs.push((id.to_string(), schedule));
+                }
             }
             self.check_schedule_chunk(&jobs, &mut lost)?;
         }
@@ -674,10 +703,27 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         };
         (self.emit)(&Finding {
             kind,
-            jobid: id.to_string(),
+            jobid: id.as_bytes().to_vec(),
             detail,
-            queue: queue_of(id).to_string(),
         });
+    }
+
+    /// `id`, read from `key`, as text; an id that is not UTF-8 (another program wrote
+    /// it) is reported (`not-utf8`, a problem no repair fixes) and `None`: no redbike
+    /// command can name it, so the other checks leave it out.
+    fn id_text<'i>(&mut self, id: &'i [u8], key: &str) -> Option<&'i str> {
+        if let Ok(text) = std::str::from_utf8(id) {
+            return Some(text);
+        }
+        (self.emit)(&Finding {
+            kind: "not-utf8",
+            jobid: id.to_vec(),
+            detail: format!(
+                "{key} holds this job id, which is not UTF-8 (another program wrote it): no redbike command takes it; never repaired: remove it with redis-cli"
+            ),
+        });
+        self.summary.problems += 1;
+        None
     }
 
     /// Pauses of jobs that have no schedule, and runs asked (`redbike run`) that nothing
@@ -688,8 +734,11 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
             (self.store.keys.rerun.clone(), "stale-rerun"),
         ] {
             let mut walk = Scan::new("HSCAN", Some(&key), &[]);
-            while let Some(page) = walk.next_page::<String>(self.store.con)? {
+            while let Some(page) = walk.next_page::<Vec<u8>>(self.store.con)? {
                 for id in page.iter().step_by(2) {
+                    let Some(id) = self.id_text(id, &key) else {
+                        continue;
+                    };
                     let q = queue_of(id);
                     if self.queue_keys_fit(q) {
                         // found() confirms each with repair.lua's condition.
@@ -705,14 +754,14 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
     /// back (the timeline, its queue without a run asked).
     fn check_paused(&mut self, id: &str, place: &Place) -> RedisResult<()> {
         let q = queue_of(id);
-        let raw: Option<String> = redis::cmd("HGET")
+        let raw: Option<Vec<u8>> = redis::cmd("HGET")
             .arg(&self.store.keys.paused)
             .arg(id)
             .query(self.store.con)?;
-        let pause = crate::operator::control::Pause::parse(raw.as_deref().unwrap_or_default());
+        let pause = crate::operator::control::Pause::parse(&lossy(raw.unwrap_or_default()));
         (self.emit)(&Finding {
             kind: "paused",
-            jobid: id.to_string(),
+            jobid: id.as_bytes().to_vec(),
             detail: format!(
                 "paused since {}{}",
                 pause.since_utc.as_deref().unwrap_or("?"),
@@ -722,7 +771,6 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                     format!(": {}", pause.note)
                 }
             ),
-            queue: q.to_string(),
         });
         self.summary.paused += 1;
         if place.due.is_some() {
@@ -736,25 +784,25 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
 
     /// An unparsable schedule is a problem until it is marked BAD (what `--repair` does);
     /// then it is reported as `bad`, like a held job: an operator has to set or unset it.
-    fn check_unparsable(&mut self, id: &str, text: &str, why: String) -> RedisResult<()> {
-        let status: Option<String> = redis::cmd("HGET")
+    /// `stored` is the schedule as stored, which the repair confirms it still is.
+    fn check_unparsable(&mut self, id: &str, stored: &[u8], why: String) -> RedisResult<()> {
+        let status: Option<Vec<u8>> = redis::cmd("HGET")
             .arg(&self.store.keys.statuses)
             .arg(id)
             .query(self.store.con)?;
         let q = queue_of(id);
-        if status.as_deref().is_some_and(|s| s.starts_with("BAD:")) {
+        if status.as_deref().is_some_and(|s| s.starts_with(b"BAD:")) {
             return self.found("bad", id, q, why);
         }
-        let f = Finding {
-            kind: "unparsable-schedule",
-            jobid: id.to_string(),
-            detail: why,
-            queue: q.to_string(),
-        };
-        if !self.fix(&f, Some(text), !self.repair)? {
+        let kind = "unparsable-schedule";
+        if !self.fix(kind, id, q, Some(stored), !self.repair)? {
             return Ok(()); // changed meanwhile
         }
-        (self.emit)(&f);
+        (self.emit)(&Finding {
+            kind,
+            jobid: id.as_bytes().to_vec(),
+            detail: why,
+        });
         self.summary.problems += 1;
         if self.repair {
             self.summary.repaired += 1;
@@ -762,9 +810,11 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         Ok(())
     }
 
+    /// `jobs`: ids and schedules as stored (a schedule that is not UTF-8 is read with
+    /// U+FFFD for its bytes, and so does not parse).
     fn check_schedule_chunk(
         &mut self,
-        jobs: &[(String, String)],
+        jobs: &[(String, Vec<u8>)],
         lost: &mut Vec<String>,
     ) -> RedisResult<()> {
         let mut live = Vec::new();
@@ -772,14 +822,15 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
         // A job whose queue's keys are of other types is left out (check_keys reported
         // them): where it is cannot be told. STOP jobs too: a one-off run may be lost
         // (below).
-        for job in jobs.iter().filter(|j| self.queue_keys_fit(queue_of(&j.0))) {
-            match Schedule::parse(&job.1) {
-                Ok(_) => live.push(job),
-                Err(e) => unparsable.push((job, e.to_string())),
+        for (id, stored) in jobs.iter().filter(|j| self.queue_keys_fit(queue_of(&j.0))) {
+            let text = String::from_utf8_lossy(stored);
+            match Schedule::parse(&text) {
+                Ok(_) => live.push((id, text)),
+                Err(e) => unparsable.push((id, stored, e.to_string())),
             }
         }
-        for ((id, text), why) in unparsable {
-            self.check_unparsable(id, text, why)?;
+        for (id, stored, why) in unparsable {
+            self.check_unparsable(id, stored, why)?;
         }
         let ids: Vec<&str> = live.iter().map(|(id, _)| id.as_str()).collect();
         let places = self.store.places(&ids)?;
@@ -827,9 +878,8 @@ impl<'a, 's, F: FnMut(&Finding)> Check<'a, 's, F> {
                     };
                     let f = Finding {
                         kind: "out-of-circulation",
-                        jobid: id.clone(),
+                        jobid: id.as_bytes().to_vec(),
                         detail,
-                        queue: q.to_string(),
                     };
                     (self.emit)(&f);
                     self.summary.problems += 1;

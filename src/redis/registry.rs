@@ -404,9 +404,14 @@ impl Registration {
 /// SMEMBERS, then GET and PTTL of each entry, in two round trips. Entries that are
 /// not a redbike description (written by hand) are left out.
 pub fn list(store: &mut Store<'_>) -> RedisResult<Vec<Listed>> {
-    let ids: Vec<String> = redis::cmd("SMEMBERS")
+    let ids: Vec<Vec<u8>> = redis::cmd("SMEMBERS")
         .arg(&store.keys.procs)
         .query(store.con)?;
+    // An id that is not UTF-8 is not one redbike registers (another program wrote it).
+    let ids: Vec<String> = ids
+        .into_iter()
+        .filter_map(|id| String::from_utf8(id).ok())
+        .collect();
     if ids.is_empty() {
         return Ok(Vec::new());
     }

@@ -22,6 +22,13 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many jobs [`Store::place_many`] sends in one pipeline.
 pub const PLACE_BATCH: usize = 1000;
 
+/// Bytes read from Redis as text, each byte that is not UTF-8 as U+FFFD: any value may
+/// have been written by another program (the Python original, redis-cli), and a report
+/// shows it rather than stop at it.
+pub fn lossy(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// Where a job is (see [`Store::places`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
@@ -31,7 +38,7 @@ pub struct Place {
     pub queued: bool,
     /// Whether its lease exists (it is claimed or running).
     pub leased: bool,
-    /// Its status, `EVENT:TS`.
+    /// Its status, `EVENT:TS` (read with [`lossy`]).
     pub status: Option<String>,
     /// Whether it is paused (`redbike pause`).
     pub paused: bool,
@@ -454,7 +461,7 @@ impl Store<'_> {
         for id in ids {
             inv.arg(id);
         }
-        type Reply = (bool, bool, bool, Option<String>, Option<f64>, bool, bool);
+        type Reply = (bool, bool, bool, Option<Vec<u8>>, Option<f64>, bool, bool);
         let flat: Vec<redis::Value> = inv.invoke(self.con)?;
         flat.chunks_exact(7)
             .map(|c| {
@@ -464,7 +471,7 @@ impl Store<'_> {
                     due: score.map(crate::schedule::timestamp::unix_of),
                     queued,
                     leased,
-                    status,
+                    status: status.map(lossy),
                     paused,
                     rerun,
                 })

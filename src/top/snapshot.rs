@@ -19,7 +19,7 @@ use crate::{
     redis::{
         keys::{glob_escape, queue_of, Keys},
         registry,
-        store::Store,
+        store::{lossy, Store},
     },
     status::{Status, ENQ, WRK},
 };
@@ -149,7 +149,11 @@ pub struct Plan {
     pub limits: BTreeMap<String, u64>,
 }
 
-type Scored = Vec<(String, f64)>;
+type Scored = Vec<(Vec<u8>, f64)>;
+/// The fields and values of a hash, as stored.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+/// A page of HSCAN: the next cursor, and fields and values as stored.
+type HashPage = (String, Pairs);
 
 /// Figures that change slowly, read every [`SLOW_EVERY`] refreshes and carried over in
 /// between, to keep the cost of a refresh down.
@@ -234,13 +238,13 @@ impl Replies {
 }
 
 /// The last failures of `P-failures` (`JOBID`, `EVENT:TS` pairs), newest first.
-fn last_failures(flat: &[String]) -> Vec<Failure> {
-    let mut failures: Vec<Failure> = flat
-        .chunks_exact(2)
-        .filter_map(|c| {
-            let s = Status::parse(&c[1])?;
+fn last_failures(flat: Vec<Vec<u8>>) -> Vec<Failure> {
+    let mut it = flat.into_iter();
+    let mut failures: Vec<Failure> = std::iter::from_fn(|| Some((it.next()?, it.next()?)))
+        .filter_map(|(id, raw)| {
+            let s = Status::parse(&lossy(raw))?;
             Some(Failure {
-                jobid: c[0].clone(),
+                jobid: lossy(id),
                 event: s.event,
                 at: s.at,
                 detail: String::new(),
@@ -375,40 +379,42 @@ pub fn read(
     // refused to an ACL user without it) need not fail the read.
     let replies: Vec<redis::Value> = pipe.ignore_errors().query(con)?;
     let mut r = Replies(replies.into_iter());
-    let control: Option<String> = r.next()?;
+    // Ids, names and values are read as bytes and shown with `lossy`: another program
+    // may have written bytes that are not UTF-8, which a monitor shows, not stops at.
+    let control: Option<Vec<u8>> = r.next()?;
     let timeline: u64 = r.next()?;
     let due: u64 = r.next()?;
     let upcoming: Scored = r.next()?;
     let running_total: u64 = r.next()?;
-    let running_ids: Vec<String> = r.next()?;
+    let running_ids: Vec<Vec<u8>> = r.next()?;
     let recent_failures: Vec<Vec<u8>> = r.next()?;
     let slow = match slow {
         Some(slow) => slow.clone(),
         None => {
             let schedules = r.next()?;
             let failures_total = r.next()?;
-            let (_, flat): (String, Vec<String>) = r.next()?;
+            let (_, flat): (String, Vec<Vec<u8>>) = r.next()?;
             // Of another type (`check` names it): no run events.
             let stream: history::StreamEntries = r.optional()?.unwrap_or_default();
             let list: Vec<Vec<u8>> = r.next()?;
             let paused_total = r.next()?;
-            let (_, paused): (String, Vec<(String, String)>) = r.next()?;
-            let paused_queues: Vec<(String, String)> = r.next()?;
+            let (_, paused): HashPage = r.next()?;
+            let paused_queues: Pairs = r.next()?;
             // Of another type (`check` names it): no job shown stale.
             let stale_total: u64 = r.optional()?.unwrap_or(0);
-            let stale: Option<(String, Vec<(String, String)>)> = r.optional()?;
-            let channels: Vec<String> = r.optional()?.unwrap_or_default();
+            let stale: Option<HashPage> = r.optional()?;
+            let channels: Vec<Vec<u8>> = r.optional()?.unwrap_or_default();
             let wake = format!("{}-wake-", keys.prefix);
             let mut slow = Slow {
                 schedules,
                 failures_total,
                 listened: channels
-                    .iter()
-                    .filter_map(|c| c.strip_prefix(&wake))
-                    .filter(|q| !matches!(*q, "timeline" | "control"))
-                    .map(str::to_string)
+                    .into_iter()
+                    .map(lossy)
+                    .filter_map(|c| c.strip_prefix(&wake).map(str::to_string))
+                    .filter(|q| !matches!(q.as_str(), "timeline" | "control"))
                     .collect(),
-                last_failures: last_failures(&flat),
+                last_failures: last_failures(flat),
                 runs: queue_runs(
                     &history::recent_runs(history::stream_runs(stream), list, &keys.recent_runs),
                     now,
@@ -416,9 +422,9 @@ pub fn read(
                 paused: paused
                     .into_iter()
                     .map(|(jobid, raw)| {
-                        let p = Pause::parse(&raw);
+                        let p = Pause::parse(&lossy(raw));
                         PausedJob {
-                            jobid,
+                            jobid: lossy(jobid),
                             since: p.since,
                             note: p.note,
                         }
@@ -427,10 +433,10 @@ pub fn read(
                 paused_total,
                 paused_queues: paused_queues
                     .into_iter()
-                    .map(|(q, raw)| (q, Pause::parse(&raw).since))
+                    .map(|(q, raw)| (lossy(q), Pause::parse(&lossy(raw)).since))
                     .collect(),
                 stale: stale
-                    .map(|(_, page)| page.into_iter().map(|(id, _)| id).collect())
+                    .map(|(_, page)| page.into_iter().map(|(id, _)| lossy(id)).collect())
                     .unwrap_or_default(),
                 stale_total,
                 ..Slow::default()
@@ -443,14 +449,15 @@ pub fn read(
     let mut heads = Vec::with_capacity(named.len());
     for _ in &named {
         let length: u64 = r.next()?;
-        let head: Option<String> = r.next()?;
+        let head: Option<Vec<u8>> = r.next()?;
         heads.push((length, head));
     }
 
     // Round trip two: when each running job started and since when each head waits.
-    let mut fields: Vec<&str> = running_ids.iter().map(String::as_str).collect();
+    // The ids as stored, so that one that is not UTF-8 still finds its status.
+    let mut fields: Vec<&[u8]> = running_ids.iter().map(Vec::as_slice).collect();
     fields.extend(heads.iter().filter_map(|(_, h)| h.as_deref()));
-    let statuses: Vec<Option<String>> = if fields.is_empty() {
+    let statuses: Vec<Option<Vec<u8>>> = if fields.is_empty() {
         Vec::new()
     } else {
         sent += 1;
@@ -459,24 +466,27 @@ pub fn read(
             .arg(&fields)
             .query(con)?
     };
-    let status_of = |i: usize| statuses.get(i).cloned().flatten();
+    let status_of = |i: usize| statuses.get(i).cloned().flatten().map(lossy);
     let since = |i: usize, event: &str| {
         Status::parse(&status_of(i)?).and_then(|s| (s.event == event).then_some(s.at))
     };
 
     let running: Vec<Running> = running_ids
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, id)| Running {
-            jobid: id.clone(),
-            started: since(i, WRK),
-            timeout: *plan
-                .timeouts
-                .get(queue_of(id))
-                .unwrap_or(&plan.default_timeout),
+        .map(|(i, id)| {
+            let jobid = lossy(id);
+            Running {
+                started: since(i, WRK),
+                timeout: *plan
+                    .timeouts
+                    .get(queue_of(&jobid))
+                    .unwrap_or(&plan.default_timeout),
+                jobid,
+            }
         })
         .collect();
-    let mut at = running_ids.len();
+    let mut at = running.len();
     let mut queues: BTreeMap<String, QueueRow> = BTreeMap::new();
     for (name, (length, head)) in named.iter().zip(&heads) {
         let oldest_age = match head {
@@ -503,7 +513,7 @@ pub fn read(
     let upcoming: Vec<Upcoming> = upcoming
         .into_iter()
         .map(|(jobid, score)| Upcoming {
-            jobid,
+            jobid: lossy(jobid),
             due: crate::schedule::timestamp::unix_of(score),
         })
         .collect();
@@ -541,7 +551,7 @@ pub fn read(
     let snapshot = Snapshot {
         prefix: keys.prefix.clone(),
         time: now,
-        halted: control.as_deref() == Some("HALT"),
+        halted: control.as_deref() == Some(b"HALT".as_slice()),
         schedules: slow.schedules,
         timeline,
         due,

@@ -17,7 +17,7 @@ use crate::{
     error::Result,
     redis::hazards::Probe,
     redis::keys::glob_escape,
-    redis::store::{Scan, Store},
+    redis::store::{lossy, Scan, Store},
     schedule::timestamp,
     status::{Status, ENQ},
 };
@@ -85,18 +85,19 @@ fn count_alive(listed: &[crate::redis::registry::Listed], named: &BTreeSet<Strin
 /// Everything that does not depend on the queues, in one round trip.
 fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Stats> {
     let k = store.keys;
+    // Text is read as bytes (see `lossy`): another program may have written any value.
     type Reply = (
         u64,
-        Option<String>,
+        Option<Vec<u8>>,
         u64,
         u64,
         Vec<(Vec<u8>, f64)>,
         u64,
         u64,
         u64,
-        BTreeMap<String, String>,
+        BTreeMap<Vec<u8>, Vec<u8>>,
         u64,
-        Option<String>,
+        Option<Vec<u8>>,
         i64,
     );
     // Overdue: due strictly longer ago than the threshold.
@@ -129,7 +130,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         .pttl(&k.python_seen)
         .query(store.con)?;
     // A key of another type here is `check`'s to name; the figures go on without it.
-    let schedules_lost: Option<String> = redis::cmd("GET")
+    let schedules_lost: Option<Vec<u8>> = redis::cmd("GET")
         .arg(&k.schedules_lost)
         .query(store.con)
         .unwrap_or(None);
@@ -156,7 +157,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
     let overlap = match stale_unmarked.min(stale_marked) {
         0 => 0,
         _ => {
-            let passed: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            let passed: Vec<Vec<u8>> = redis::cmd("ZRANGEBYSCORE")
                 .arg(&k.fresh_until)
                 .arg("-inf")
                 .arg(format!("({now}"))
@@ -165,7 +166,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
                 .arg(1000)
                 .query(store.con)
                 .unwrap_or_default();
-            let marked: Vec<Option<String>> = redis::cmd("HMGET")
+            let marked: Vec<Option<Vec<u8>>> = redis::cmd("HMGET")
                 .arg(&k.stale)
                 .arg(&passed)
                 .query(store.con)
@@ -176,9 +177,9 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
     let paused_queues = paused_queues
         .into_iter()
         .map(|(queue, raw)| {
-            let pause = crate::operator::control::Pause::parse(&raw);
+            let pause = crate::operator::control::Pause::parse(&lossy(raw));
             PausedQueue {
-                queue,
+                queue: lossy(queue),
                 since: pause.since,
                 note: pause.note,
             }
@@ -193,7 +194,7 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         time: now,
         scanned: false,
         schedules,
-        halted: control.as_deref() == Some("HALT"),
+        halted: control.as_deref() == Some(b"HALT".as_slice()),
         timeline: Timeline {
             jobs,
             due,
@@ -218,10 +219,10 @@ fn read_cheap(store: &mut Store<'_>, now: i64, overdue_after: u64) -> Result<Sta
         paused_queues,
         history_unfiled,
         python_seen: python_seen.map(|evidence| PythonSeen {
-            evidence,
+            evidence: lossy(evidence),
             expires_in_seconds: python_ttl.max(0) / 1000,
         }),
-        schedules_lost,
+        schedules_lost: schedules_lost.map(lossy),
     })
 }
 
@@ -241,7 +242,7 @@ fn read_queues(store: &mut Store<'_>, names: &BTreeSet<String>, now: i64) -> Res
         // An empty queue asks for a field that cannot exist, keeping replies aligned.
         pipe.hget(&store.keys.statuses, head.as_deref().unwrap_or(b""));
     }
-    let statuses: Vec<Option<String>> = pipe.query(store.con)?;
+    let statuses: Vec<Option<Vec<u8>>> = pipe.query(store.con)?;
     let queues = names.iter().zip(heads).zip(statuses);
     Ok(queues
         .map(|((name, (length, head)), status)| Queue {
@@ -249,7 +250,7 @@ fn read_queues(store: &mut Store<'_>, names: &BTreeSet<String>, now: i64) -> Res
             length,
             oldest_age_seconds: match head {
                 None => Some(0),
-                Some(_) => enqueued_age(status.as_deref(), now),
+                Some(_) => enqueued_age(status.map(lossy).as_deref(), now),
             },
             limit: None,
             leased: None,
@@ -260,16 +261,16 @@ fn read_queues(store: &mut Store<'_>, names: &BTreeSet<String>, now: i64) -> Res
 /// The jobs leased now per queue, from the running index (as claim.lua counts them for
 /// a limited queue); an index of another type counts none (`check` names it).
 fn leased_per_queue(store: &mut Store<'_>) -> Result<BTreeMap<String, u64>> {
-    let running: Vec<String> = redis::cmd("ZRANGE")
+    let running: Vec<Vec<u8>> = redis::cmd("ZRANGE")
         .arg(&store.keys.leases)
         .arg(0)
         .arg(-1)
         .query(store.con)
         .unwrap_or_default();
     let mut leased = BTreeMap::new();
-    for jobid in &running {
+    for jobid in running {
         *leased
-            .entry(crate::jobid::queue_of(jobid).to_string())
+            .entry(crate::jobid::queue_of(&lossy(jobid)).to_string())
             .or_insert(0) += 1;
     }
     Ok(leased)
