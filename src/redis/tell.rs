@@ -4,7 +4,12 @@ use serde::Serialize;
 
 use crate::{
     error::Result,
-    redis::{history, keys::queue_of, pause::Pause, store::Store},
+    redis::{
+        history,
+        keys::queue_of,
+        pause::Pause,
+        store::{lossy, Store},
+    },
     schedule::timestamp::iso_utc,
 };
 
@@ -137,7 +142,7 @@ impl Store<'_> {
             backlog_next,
             runs,
         ): Reply = pipe.query(self.con)?;
-        let text = |b: Bytes| b.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let text = |b: Bytes| b.map(lossy);
         let (status, schedule, last_failure, paused, retry, backlog_next) = (
             text(status),
             text(schedule),
