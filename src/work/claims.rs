@@ -296,6 +296,9 @@ impl Claims {
             self.cursor = cursor;
         }
         let mut claimed = Vec::new();
+        // The `n`th job of the reply holds the `n`th tag and token, whether or not the
+        // jobs before it could be read.
+        let mut n = 0;
         while let (Some(id), Some(schedule), Some(pair), Some(status), Some(due), Some(attempts)) = (
             items.next(),
             items.next(),
@@ -304,21 +307,37 @@ impl Claims {
             items.next(),
             items.next(),
         ) {
+            n += 1;
             let (Ok(id), Ok(schedule), Ok(pair)) = (
-                redis::from_redis_value::<String>(id),
-                redis::from_redis_value::<Option<String>>(schedule),
+                redis::from_redis_value::<Vec<u8>>(id),
+                redis::from_redis_value::<Option<Vec<u8>>>(schedule),
                 redis::from_redis_value::<usize>(pair),
             ) else {
                 continue;
             };
+            let (id, schedule) = match (String::from_utf8(id), schedule.map(String::from_utf8)) {
+                (Ok(id), None) => (id, None),
+                (Ok(id), Some(Ok(schedule))) => (id, Some(schedule)),
+                (id, _) => {
+                    // Written by another program; this worker carries ids and schedules
+                    // as text. The job stays leased, and recovery puts it back; `check`
+                    // names it.
+                    let id = id.map_or_else(|e| e.into_bytes(), String::into_bytes);
+                    crate::log_warn!(
+                        "job {}: its id or schedule is not UTF-8 text; not run (recovery puts it back; fix it with redis-cli)",
+                        crate::terminal::bytes(&id)
+                    );
+                    continue;
+                }
+            };
             let text = |v| redis::from_redis_value::<Option<String>>(v).ok().flatten();
             let due = crate::history::due_at(text(status).as_deref(), text(due).as_deref());
-            let token = first_token + claimed.len() as u64;
+            let token = first_token + n - 1;
             claimed.push(Claimed {
                 id,
                 schedule,
                 queue_index: pair.saturating_sub(1),
-                tag: full_tag(&tags[claimed.len()], token),
+                tag: full_tag(&tags[n as usize - 1], token),
                 token,
                 claimed: sent,
                 due,

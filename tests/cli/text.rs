@@ -779,3 +779,30 @@ fn monitors_read_values_not_utf8() {
         assert!(top.contains(shown), "{shown}: {top}");
     }
 }
+
+/// A claim that hands out a job whose schedule is not UTF-8 text (another program wrote
+/// it): the worker does not run that one and says so, and every other job of the same
+/// claim runs and is recorded under its own lease (its tag and token are its own, not
+/// shifted by the one left out).
+#[test]
+fn a_claimed_job_whose_schedule_is_not_utf8_leaves_the_others_of_its_claim_whole() {
+    let t = Setup::new();
+    let mut con = t.s.con();
+    t.set("good:A", "NOW");
+    // Popped first (RPOP), so that it comes before good:A in the claim's reply.
+    let _: () = con.hset("t-schedules", "odd:A", b"FREQ=DAILY\xff").unwrap();
+    let _: () = con.rpush("t-work-A", "odd:A").unwrap();
+    let _: () = con.sadd("t-work-A-members", "odd:A").unwrap();
+    let w = Bg(Some(t.worker(&["A", "-j", "2"])));
+    assert!(t.wait_status("good:A", "STP"), "{}", stderr_of(w.child()));
+    assert!(
+        t.status("odd:A").starts_with("WRK:"),
+        "{}",
+        t.status("odd:A")
+    );
+    assert_eq!(t.runs(), ["good:A"]);
+    let (_, err) = w.finish(0.5);
+    let said = err.matches("job odd:A: its id or schedule is not UTF-8 text; not run");
+    assert_eq!(said.count(), 1, "{err}");
+    assert!(!err.contains("held by another worker"), "{err}");
+}
