@@ -139,7 +139,7 @@ pub struct SweepStep {
 
 /// One call of the sweep (sweep.lua) from `cursor`, looking at about `count` schedules.
 pub fn sweep(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<SweepStep> {
-    let reply: Vec<String> = scripts::SWEEP
+    let reply: Vec<Vec<u8>> = scripts::SWEEP
         .key(&store.keys.schedules)
         .key(&store.keys.timeline)
         .key(&store.keys.statuses)
@@ -154,7 +154,7 @@ pub fn sweep(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<Sw
 /// One call of the quick walk (sweep_claimed.lua) from `cursor`, looking at about
 /// `count` statuses; [`SweepStep::schedules`] counts the statuses then.
 pub fn sweep_claimed(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisResult<SweepStep> {
-    let reply: Vec<String> = scripts::SWEEP_CLAIMED
+    let reply: Vec<Vec<u8>> = scripts::SWEEP_CLAIMED
         .key(&store.keys.statuses)
         .key(&store.keys.schedules)
         .key(&store.keys.timeline)
@@ -167,13 +167,18 @@ pub fn sweep_claimed(store: &mut Store<'_>, cursor: u64, count: usize) -> RedisR
 }
 
 /// A sweep script's reply: cursor, count, then pairs of job id and schedule.
-fn parse_step(reply: Vec<String>) -> SweepStep {
-    let mut it = reply.into_iter();
-    let cursor = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
-    let schedules = it.next().and_then(|c| c.parse().ok()).unwrap_or(0);
+/// Read as bytes: a job whose id or schedule another program wrote with bytes that are
+/// not UTF-8 is left out (`check` names it), not the whole page, whose cursor would
+/// then never move on.
+fn parse_step(reply: Vec<Vec<u8>>) -> SweepStep {
+    let mut it = reply.into_iter().map(String::from_utf8);
+    let cursor = it.next().and_then(|c| c.ok()?.parse().ok()).unwrap_or(0);
+    let schedules = it.next().and_then(|c| c.ok()?.parse().ok()).unwrap_or(0);
     let mut lost = Vec::new();
     while let (Some(id), Some(schedule)) = (it.next(), it.next()) {
-        lost.push((id, schedule));
+        if let (Ok(id), Ok(schedule)) = (id, schedule) {
+            lost.push((id, schedule));
+        }
     }
     SweepStep {
         cursor,
@@ -388,7 +393,9 @@ impl Recovery {
     ) -> RedisResult<usize> {
         let mut n = 0;
         for _ in 0..PAGES {
-            let stale: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            // Bytes: an id another program queued may not be UTF-8, and must not keep
+            // every other job of the page from recovery.
+            let stale: Vec<Vec<u8>> = redis::cmd("ZRANGEBYSCORE")
                 .arg(&store.keys.leases)
                 .arg("-inf")
                 .arg(redis_now)
@@ -396,11 +403,23 @@ impl Recovery {
                 .arg(0)
                 .arg(BATCH)
                 .query(store.con)?;
-            let mut odd = Vec::new();
+            let mut odd: Vec<&[u8]> = Vec::new();
             let mut done = 0;
-            for id in &stale {
+            for raw in &stale {
+                let Ok(id) = std::str::from_utf8(raw) else {
+                    // Not a job this dispatcher can carry (ids are text here): moved
+                    // ahead like a job whose keys are odd; `check` names it.
+                    let shown = crate::terminal::bytes(raw).into_owned();
+                    if self.odd.insert(shown.clone()) {
+                        crate::log_warn!(
+                            "cannot recover job {shown}: its id is not UTF-8 text (written by another program); remove it with redis-cli"
+                        );
+                    }
+                    odd.push(raw);
+                    continue;
+                };
                 match self.recover_one(store, id, Lost::Index, now)? {
-                    None => odd.push(id),
+                    None => odd.push(raw),
                     Some(recovered) => done += usize::from(recovered),
                 }
             }

@@ -806,3 +806,46 @@ fn a_claimed_job_whose_schedule_is_not_utf8_leaves_the_others_of_its_claim_whole
     assert_eq!(said.count(), 1, "{err}");
     assert!(!err.contains("held by another worker"), "{err}");
 }
+
+/// A job id another program wrote with bytes that are not UTF-8, in the running index
+/// or out of circulation, keeps no other job from recovery: the dispatcher names it
+/// once and moves on (before, every recovery and sweep call failed on it).
+#[test]
+fn recovery_and_the_sweep_go_past_ids_not_utf8() {
+    let s = RedisServer::start();
+    let d = workdir();
+    let mut con = s.con();
+    for id in [&b"lost:A"[..], b"odd\xff:A"] {
+        let _: () = con.hset("t-schedules", id, "CONTINUE").unwrap();
+        let _: () = con.hset("t-statuses", id, "WRK:1").unwrap();
+        let _: () = con.zadd("t-leases", id, 1).unwrap();
+    }
+    // Out of circulation, as a Python worker that died leaves them: found by the sweep.
+    let _: () = con.hset("t-schedules", "orphan:A", "CONTINUE").unwrap();
+    let _: () = con.hset("t-statuses", "orphan:A", "WRK:1").unwrap();
+    let _: () = con.hset("t-schedules", "odd2:A", b"CONTINUE\xff").unwrap();
+    let _: () = con.hset("t-statuses", "odd2:A", "WRK:1").unwrap();
+    let disp = Bg(Some(bike(&s, d.path()).args(["dispatch"]).spawn()));
+    let status = |id: &str| -> String {
+        let v: Option<String> = s.con().hget("t-statuses", id).unwrap();
+        v.unwrap_or_default()
+    };
+    assert!(
+        wait_until(10.0, || status("lost:A").starts_with("REC:")),
+        "{}",
+        stderr_of(disp.child())
+    );
+    assert!(
+        wait_until(30.0, || status("orphan:A").starts_with("REC:")),
+        "{}",
+        stderr_of(disp.child())
+    );
+    let (_, err) = disp.finish(0.5);
+    // (The log line is JSON: the escape's backslash is doubled.)
+    let said = err.matches("cannot recover job odd\\\\xff:A: its id is not UTF-8 text");
+    assert_eq!(said.count(), 1, "{err}");
+    assert!(
+        !err.contains("not UTF-8 text where this command reads text"),
+        "{err}"
+    );
+}
