@@ -619,6 +619,13 @@ fn load_names_its_file_escaped() {
     );
 }
 
+/// Job x:A with a status that is not UTF-8, and z:A with such a schedule.
+fn plant_not_utf8(con: &mut redis::Connection) {
+    let _: () = con.hset("t-schedules", "x:A", "FREQ=DAILY").unwrap();
+    let _: () = con.hset("t-statuses", "x:A", b"TML:1\xff").unwrap();
+    let _: () = con.hset("t-schedules", "z:A", b"FREQ=DAILY\xff").unwrap();
+}
+
 /// Bytes that are not UTF-8 where a command reads text (another program may write
 /// any) are named as such, never blamed on the server as a reply out of protocol.
 #[test]
@@ -626,9 +633,7 @@ fn values_not_utf8_are_named_as_such() {
     let s = RedisServer::start();
     let d = workdir();
     let mut con = s.con();
-    let _: () = con.hset("t-schedules", "x:A", "FREQ=DAILY").unwrap();
-    let _: () = con.hset("t-statuses", "x:A", b"TML:1\xff").unwrap();
-    let _: () = con.hset("t-schedules", "z:A", b"FREQ=DAILY\xff").unwrap();
+    plant_not_utf8(&mut con);
     let o = bike(&s, d.path()).args(["resume", "z:A"]).run().code(1);
     assert!(
         o.stderr
@@ -653,11 +658,8 @@ fn check_names_ids_not_utf8_and_goes_on() {
     let s = RedisServer::start();
     let d = workdir();
     let mut con = s.con();
-    // Out of circulation, its status not UTF-8.
-    let _: () = con.hset("t-schedules", "x:A", "FREQ=DAILY").unwrap();
-    let _: () = con.hset("t-statuses", "x:A", b"TML:1\xff").unwrap();
-    // A schedule that is not UTF-8, so does not parse.
-    let _: () = con.hset("t-schedules", "z:A", b"FREQ=DAILY\xff").unwrap();
+    // x:A out of circulation, its status not UTF-8; z:A's schedule does not parse.
+    plant_not_utf8(&mut con);
     // An id that is not UTF-8, on the timeline, and another in a queue.
     let _: () = con.hset("t-schedules", b"y\xff:A", "FREQ=DAILY").unwrap();
     let _: () = con.zadd("t-timeline", b"y\xff:A", 1).unwrap();
