@@ -46,7 +46,7 @@
 //!   place each: `place.lua`, `place_many.lua`, `unset.lua`, `places.lua` in
 //!   `redis/store.rs`; `dispatch.lua` in `dispatch/pass.rs` (`pass`); `died.lua`
 //!   in `work/death.rs`; `sweep.lua` and `sweep_claimed.lua`
-//!   in `dispatch/lost_jobs.rs`; `stale.lua` in `dispatch/staleness.rs`; `repair.lua` in `operator/check.rs`; `register.lua` in
+//!   in `dispatch/lost_jobs.rs`; `stale.lua` in `dispatch/staleness.rs`; `repair.lua` in `operator/check/mod.rs`; `register.lua` in
 //!   `redis/registry.rs`; `notify_state.lua` and
 //!   `notify_release.lua` in `notify/state.rs`; `file_history.lua` in `redis/history.rs`; `run.lua`,
 //!   `pause.lua`, `resume.lua` and `kill.lua` in `operator/control.rs`; `shards.lua` in
@@ -91,7 +91,7 @@
 //! - `retries.rs`: retries of failed runs (`[redbike.retries.Q]`): the backoff, which
 //!   attempt of which occurrence a run is, and the field `P-attempts` keeps of it.
 //! - `operator/`: commands that read or repair a prefix, over all its shards, returning
-//!   data the command line prints: `check.rs`, `statuses.rs`, `history.rs`
+//!   data the command line prints: `check/` (its walk over the keys in `keys.rs`), `statuses.rs`, `history.rs`
 //!   (`redbike history`), `backup.rs` (`schedules`), `backfill.rs` (`backfill`), `loader.rs` (`load`, `dispatch
 //!   --schedules`), `ping.rs`, `ps.rs` (the processes, and the table, CSV and JSON of
 //!   `redbike ps`), `control.rs` (`control`, `run`, `pause`, `resume` of a job or a

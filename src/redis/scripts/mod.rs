@@ -15,7 +15,7 @@
 //! | dispatch | `dispatch::pass::pass_with` |
 //! | sweep, sweep_claimed | `dispatch::lost_jobs::sweep` |
 //! | stale | `dispatch::staleness::pass` |
-//! | repair | `check`'s `fix` (`operator/check.rs`) |
+//! | repair | `check`'s `fix` (`operator/check/mod.rs`) |
 //! | run, pause, resume, kill | `run`, `pause`, `resume`, `kill` (`control.rs`) |
 //! | file_history | `redis::history::file_oldest` |
 //! | notify_state, notify_release | `notify::state::apply`, `notify::state::release` |
